@@ -1,0 +1,52 @@
+// Package event is the kernel-independent form of what the BPF programs
+// report. The correlator consumes it, so it can be tested on recorded
+// sequences without loading anything into the kernel.
+package event
+
+import "net/netip"
+
+// Kind says what happened.
+type Kind uint8
+
+const (
+	KindData  Kind = 1 // bytes sent or received on a TCP socket
+	KindClose Kind = 2 // a socket weft reported data for was closed
+	KindExec  Kind = 3 // a process called execve
+	KindExit  Kind = 4 // a traced process exited
+)
+
+// Direction is the flow of bytes relative to the traced process.
+type Direction uint8
+
+const (
+	Egress  Direction = 0 // the process sent the bytes
+	Ingress Direction = 1 // the process received the bytes
+)
+
+func (d Direction) String() string {
+	if d == Ingress {
+		return "ingress"
+	}
+	return "egress"
+}
+
+// Event is one report from the kernel.
+type Event struct {
+	Kind Kind
+	// Time is CLOCK_MONOTONIC nanoseconds (bpf_ktime_get_ns).
+	Time uint64
+	// ConnID identifies a socket while it lives (the kernel's struct sock
+	// address); a close event carries only this.
+	ConnID uint64
+	PID    uint32
+	TID    uint32
+	// Key is the correlation key: which request the thread works for.
+	Key uint32
+	Dir Direction
+	// Bytes is how many bytes the call moved; Payload holds only the
+	// first of them (the capture limit).
+	Bytes   uint32
+	Payload []byte
+	Local   netip.AddrPort
+	Remote  netip.AddrPort
+}
