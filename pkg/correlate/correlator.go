@@ -1,0 +1,475 @@
+// Package correlate turns the kernel's per-call byte captures into spans:
+// it pairs HTTP requests with their responses on each connection, times
+// them with the kernel's clock, and parents a client request on the server
+// request its thread (its correlation key) is serving.
+package correlate
+
+import (
+	"log/slog"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
+	"github.com/weftdev/weft/pkg/event"
+	"github.com/weftdev/weft/pkg/httpparse"
+	"github.com/weftdev/weft/pkg/spans"
+)
+
+// Options tune the correlator.
+type Options struct {
+	// RequestTimeout ends requests that got no answer.
+	RequestTimeout time.Duration
+	// IdleTimeout forgets connections with nothing in flight.
+	IdleTimeout time.Duration
+	// MaxConns bounds the connections tracked; the least recently used
+	// is dropped first.
+	MaxConns int
+	// MaxPipelined bounds the requests awaiting answers on one connection.
+	MaxPipelined int
+	KeepQuery    bool
+	Clock        *Clock
+}
+
+func (o *Options) defaults() {
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = 2 * time.Minute
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 10 * time.Minute
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = 65536
+	}
+	if o.MaxPipelined <= 0 {
+		o.MaxPipelined = 64
+	}
+	if o.Clock == nil {
+		o.Clock = NewClock()
+	}
+}
+
+// Stats count what the correlator saw. Safe to read from any goroutine.
+type Stats struct {
+	Events       atomic.Uint64
+	ServerSpans  atomic.Uint64
+	ClientSpans  atomic.Uint64
+	ParseErrors  atomic.Uint64 // messages the parser could not make sense of
+	NotHTTP      atomic.Uint64 // connections recognised as another protocol
+	Timeouts     atomic.Uint64 // requests ended by RequestTimeout
+	Unanswered   atomic.Uint64 // requests pending when their connection closed
+	Unmatched    atomic.Uint64 // responses with no request (capture began mid-exchange)
+	Overflow     atomic.Uint64 // requests dropped: too many pipelined
+	EvictedConns atomic.Uint64 // connections dropped by the MaxConns bound
+}
+
+// Snapshot returns the counters by name for self-metrics.
+func (s *Stats) Snapshot() map[string]uint64 {
+	return map[string]uint64{
+		"correlate_events":           s.Events.Load(),
+		"spans_server":               s.ServerSpans.Load(),
+		"spans_client":               s.ClientSpans.Load(),
+		"parse_errors":               s.ParseErrors.Load(),
+		"conns_not_http":             s.NotHTTP.Load(),
+		"requests_timed_out":         s.Timeouts.Load(),
+		"requests_unanswered":        s.Unanswered.Load(),
+		"responses_unmatched":        s.Unmatched.Load(),
+		"requests_pipeline_overflow": s.Overflow.Load(),
+		"conns_evicted":              s.EvictedConns.Load(),
+	}
+}
+
+type activeKey struct {
+	pid uint32
+	key uint32
+}
+
+// exchange is one request waiting for its response.
+type exchange struct {
+	span   spans.Span
+	key    activeKey
+	lastTS uint64
+}
+
+type conn struct {
+	id      uint64
+	pid     uint32
+	local   netip.AddrPort
+	remote  netip.AddrPort
+	in, out *httpparse.Parser
+	// server: requests received, answered by responses sent.
+	// client: requests sent, answered by responses received.
+	server, client []*exchange
+	lastTS         uint64
+	notHTTP        bool
+	// inHead/outHead: a request head was reported (PhaseHead) and its
+	// terminal event is still to come, so that event starts nothing.
+	inHead, outHead bool
+	// quiet counts segments that produced no message; a connection that
+	// never shows one is another protocol (see maxQuietSegments).
+	quiet    int
+	messages bool
+	// parse errors already counted, per parser
+	inErrs, outErrs uint64
+}
+
+// maxQuietSegments: a connection joined mid-stream waits for a start line,
+// but one that shows none in this many segments is not HTTP.
+const maxQuietSegments = 16
+
+// Correlator is not safe for concurrent use: one goroutine feeds it
+// events in ring buffer order. Only Stats may be read concurrently.
+type Correlator struct {
+	opts   Options
+	emit   func(*spans.Span)
+	conns  *simplelru.LRU[uint64, *conn]
+	active map[activeKey]*exchange
+	ids    *idSource
+	stats  Stats
+	log    *slog.Logger
+	// dropping is set while weft itself removes a connection, so that the
+	// LRU's eviction callback only acts on evictions by capacity.
+	dropping bool
+}
+
+// New returns a correlator that hands every finished span to emit.
+func New(opts Options, emit func(*spans.Span)) *Correlator {
+	opts.defaults()
+	c := &Correlator{
+		opts:   opts,
+		emit:   emit,
+		active: map[activeKey]*exchange{},
+		ids:    newIDSource(),
+		log:    slog.With("component", "correlate"),
+	}
+	c.conns, _ = simplelru.NewLRU[uint64, *conn](opts.MaxConns, func(_ uint64, cn *conn) {
+		if c.dropping {
+			return
+		}
+		c.stats.EvictedConns.Add(1)
+		c.abandon(cn, cn.lastTS, "connection_evicted")
+	})
+	return c
+}
+
+// Stats exposes the counters.
+func (c *Correlator) Stats() *Stats { return &c.stats }
+
+// Handle consumes one kernel event. The event's payload is not retained.
+func (c *Correlator) Handle(ev *event.Event) {
+	c.stats.Events.Add(1)
+	switch ev.Kind {
+	case event.KindData:
+		c.data(ev)
+	case event.KindClose:
+		if cn, ok := c.conns.Peek(ev.ConnID); ok {
+			c.closeConn(cn, ev.Time)
+			c.drop(ev.ConnID)
+		}
+	case event.KindExit:
+		c.exit(ev.PID, ev.Time)
+	}
+}
+
+func (c *Correlator) data(ev *event.Event) {
+	cn, ok := c.conns.Get(ev.ConnID)
+	if ok && cn.pid != ev.PID {
+		// The socket moved to another process, or its address was reused
+		// after a close weft missed: start afresh.
+		c.closeConn(cn, cn.lastTS)
+		c.drop(ev.ConnID)
+		ok = false
+	}
+	if !ok {
+		cn = &conn{
+			id: ev.ConnID, pid: ev.PID, local: ev.Local, remote: ev.Remote,
+			in:  httpparse.NewParser(httpparse.ModeDetect),
+			out: httpparse.NewParser(httpparse.ModeDetect),
+		}
+		// weft may join a keep-alive connection in the middle of a body
+		// (it started after the connection did): wait for a start line
+		// rather than judge the protocol by the first bytes seen.
+		cn.in.StartMidStream()
+		cn.out.StartMidStream()
+		c.conns.Add(ev.ConnID, cn)
+	}
+	cn.lastTS = ev.Time
+	if cn.notHTTP {
+		return
+	}
+	p, errs := cn.out, &cn.outErrs
+	if ev.Dir == event.Ingress {
+		p, errs = cn.in, &cn.inErrs
+	}
+	msgs := p.Feed(ev.Payload, int(ev.Bytes), ev.Time)
+	c.countErrors(p, errs)
+	if len(msgs) > 0 {
+		cn.messages = true
+	} else if !cn.messages {
+		cn.quiet++
+	}
+	if p.NotHTTP() || (!cn.messages && cn.quiet > maxQuietSegments) {
+		cn.notHTTP = true
+		c.stats.NotHTTP.Add(1)
+		c.abandon(cn, ev.Time, "protocol_error")
+		return
+	}
+	for i := range msgs {
+		c.message(cn, ev, &msgs[i])
+	}
+}
+
+// countErrors adds what a parser counted since the last call; seen holds
+// the parser's total at that call.
+func (c *Correlator) countErrors(p *httpparse.Parser, seen *uint64) {
+	e := p.Errors()
+	if n := e.Total(); n > *seen {
+		c.stats.ParseErrors.Add(n - *seen)
+		*seen = n
+	}
+}
+
+func (c *Correlator) message(cn *conn, ev *event.Event, m *httpparse.Message) {
+	ingress := ev.Dir == event.Ingress
+	if m.IsRequest {
+		headSeen := &cn.outHead
+		if ingress {
+			headSeen = &cn.inHead
+		}
+		if m.Phase == httpparse.PhaseHead {
+			*headSeen = true
+		} else if *headSeen {
+			*headSeen = false // the terminal event of a request already started
+			return
+		} else if m.HeadTS == 0 {
+			return // aborted before its head was known
+		}
+		if ingress {
+			c.startServer(cn, ev, m)
+		} else {
+			c.startClient(cn, ev, m)
+		}
+		return
+	}
+	if m.Phase == httpparse.PhaseHead || m.Interim {
+		return
+	}
+	q := &cn.server
+	if ingress {
+		q = &cn.client
+	}
+	c.finish(cn, q, m)
+}
+
+func (c *Correlator) newExchange(cn *conn, ev *event.Event, m *httpparse.Message, kind spans.Kind) *exchange {
+	path, query := httpparse.SplitTarget(m.Target)
+	ex := &exchange{
+		key:    activeKey{pid: ev.PID, key: ev.Key},
+		lastTS: ev.Time,
+		span: spans.Span{
+			SpanID:           c.ids.spanID(),
+			TraceFlags:       1,
+			Kind:             kind,
+			Start:            c.opts.Clock.Wall(m.StartTS),
+			PID:              ev.PID,
+			TID:              ev.TID,
+			Method:           m.Method,
+			Path:             path,
+			Route:            Route(path),
+			Host:             m.Host,
+			UserAgent:        m.UserAgent,
+			Proto:            protoVersion(m),
+			Local:            cn.local,
+			Remote:           cn.remote,
+			RequestBodySize:  m.ContentLength,
+			ResponseBodySize: -1,
+		},
+	}
+	if c.opts.KeepQuery {
+		ex.span.Query = query
+	}
+	ex.span.Name = spanName(m.Method, ex.span.Route)
+	return ex
+}
+
+func (c *Correlator) startServer(cn *conn, ev *event.Event, m *httpparse.Message) {
+	ex := c.newExchange(cn, ev, m, spans.KindServer)
+	if tid, sid, flags, ok := httpparse.ParseTraceParent(m.TraceParent); ok {
+		ex.span.TraceID, ex.span.ParentID, ex.span.TraceFlags = tid, sid, flags
+		ex.span.ParentRemote = true
+	} else {
+		ex.span.TraceID = c.ids.traceID()
+	}
+	if !c.enqueue(&cn.server, ex) {
+		return
+	}
+	cn.out.PushRequestMethod(m.Method)
+	c.active[ex.key] = ex
+}
+
+func (c *Correlator) startClient(cn *conn, ev *event.Event, m *httpparse.Message) {
+	ex := c.newExchange(cn, ev, m, spans.KindClient)
+	if parent, ok := c.active[ex.key]; ok {
+		ex.span.TraceID = parent.span.TraceID
+		ex.span.ParentID = parent.span.SpanID
+		ex.span.TraceFlags = parent.span.TraceFlags
+	} else {
+		ex.span.TraceID = c.ids.traceID()
+	}
+	if !c.enqueue(&cn.client, ex) {
+		return
+	}
+	cn.in.PushRequestMethod(m.Method)
+}
+
+func (c *Correlator) enqueue(q *[]*exchange, ex *exchange) bool {
+	if len(*q) >= c.opts.MaxPipelined {
+		c.stats.Overflow.Add(1)
+		return false
+	}
+	*q = append(*q, ex)
+	return true
+}
+
+// finish pairs a complete response with the oldest pending request:
+// HTTP/1.x answers in order, pipelined or not.
+func (c *Correlator) finish(cn *conn, q *[]*exchange, m *httpparse.Message) {
+	if len(*q) == 0 {
+		c.stats.Unmatched.Add(1)
+		return
+	}
+	ex := (*q)[0]
+	*q = (*q)[1:]
+	ex.span.StatusCode = m.StatusCode
+	ex.span.ResponseBodySize = m.BodyBytes
+	if m.Phase == httpparse.PhaseAborted {
+		// The response started but never completed (the connection
+		// closed mid-body, or its framing could not be followed).
+		ex.span.ErrorType = "response_incomplete"
+		ex.span.End = c.opts.Clock.Wall(max(m.HeadTS, m.StartTS, cn.lastTS))
+	} else {
+		ex.span.End = c.opts.Clock.Wall(m.EndTS)
+	}
+	c.done(ex)
+}
+
+func (c *Correlator) done(ex *exchange) {
+	if ex.span.End.Before(ex.span.Start) {
+		ex.span.End = ex.span.Start
+	}
+	if ex.span.Kind == spans.KindServer {
+		if c.active[ex.key] == ex {
+			delete(c.active, ex.key)
+		}
+		c.stats.ServerSpans.Add(1)
+	} else {
+		c.stats.ClientSpans.Add(1)
+	}
+	c.emit(&ex.span)
+}
+
+// closeConn completes responses delimited by the close, then ends what is
+// still pending as errors.
+func (c *Correlator) closeConn(cn *conn, ts uint64) {
+	if !cn.notHTTP {
+		for _, side := range []struct {
+			p    *httpparse.Parser
+			q    *[]*exchange
+			seen *uint64
+		}{{cn.in, &cn.client, &cn.inErrs}, {cn.out, &cn.server, &cn.outErrs}} {
+			msgs := side.p.Close(ts)
+			c.countErrors(side.p, side.seen)
+			for _, m := range msgs {
+				if !m.IsRequest && m.Phase != httpparse.PhaseHead && !m.Interim {
+					c.finish(cn, side.q, &m)
+				}
+			}
+		}
+	}
+	c.abandon(cn, ts, "connection_closed")
+}
+
+// abandon ends every pending request of a connection with an error.
+func (c *Correlator) abandon(cn *conn, ts uint64, why string) {
+	for _, q := range []*[]*exchange{&cn.server, &cn.client} {
+		for _, ex := range *q {
+			c.stats.Unanswered.Add(1)
+			ex.span.End = c.opts.Clock.Wall(ts)
+			ex.span.ErrorType = why
+			c.done(ex)
+		}
+		*q = nil
+	}
+}
+
+func (c *Correlator) exit(pid uint32, ts uint64) {
+	for _, id := range c.conns.Keys() {
+		if cn, ok := c.conns.Peek(id); ok && cn.pid == pid {
+			c.closeConn(cn, ts)
+			c.drop(id)
+		}
+	}
+	for k := range c.active {
+		if k.pid == pid {
+			delete(c.active, k)
+		}
+	}
+}
+
+// Expire ends requests older than RequestTimeout and forgets idle
+// connections. now is in the kernel's monotonic clock.
+func (c *Correlator) Expire(now uint64) {
+	timeout := uint64(c.opts.RequestTimeout.Nanoseconds())
+	idle := uint64(c.opts.IdleTimeout.Nanoseconds())
+	for _, id := range c.conns.Keys() {
+		cn, ok := c.conns.Peek(id)
+		if !ok {
+			continue
+		}
+		for _, q := range []*[]*exchange{&cn.server, &cn.client} {
+			for len(*q) > 0 && now > (*q)[0].lastTS+timeout {
+				ex := (*q)[0]
+				*q = (*q)[1:]
+				c.stats.Timeouts.Add(1)
+				ex.span.End = c.opts.Clock.Wall(now)
+				ex.span.ErrorType = "timeout"
+				c.done(ex)
+			}
+		}
+		if len(cn.server)+len(cn.client) == 0 && now > cn.lastTS+idle {
+			c.drop(id)
+		}
+	}
+}
+
+func (c *Correlator) drop(id uint64) {
+	c.dropping = true
+	c.conns.Remove(id)
+	c.dropping = false
+}
+
+// Pending is the number of requests awaiting an answer.
+func (c *Correlator) Pending() int {
+	n := 0
+	for _, id := range c.conns.Keys() {
+		if cn, ok := c.conns.Peek(id); ok {
+			n += len(cn.server) + len(cn.client)
+		}
+	}
+	return n
+}
+
+func protoVersion(m *httpparse.Message) string {
+	if m.ProtoMajor == 1 && m.ProtoMinor == 0 {
+		return "1.0"
+	}
+	return "1.1"
+}
+
+func spanName(method, route string) string {
+	if route == "" {
+		return method
+	}
+	return method + " " + route
+}

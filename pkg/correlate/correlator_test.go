@@ -1,0 +1,225 @@
+package correlate
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/weftdev/weft/pkg/event"
+	"github.com/weftdev/weft/pkg/spans"
+)
+
+var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+const ms = uint64(time.Millisecond)
+
+type rec struct {
+	c     *Correlator
+	spans []spans.Span
+}
+
+func newRec(t *testing.T, opts Options) *rec {
+	t.Helper()
+	r := &rec{}
+	opts.Clock = fixedClock(epoch)
+	r.c = New(opts, func(s *spans.Span) { r.spans = append(r.spans, *s) })
+	return r
+}
+
+var (
+	srvAddr = netip.MustParseAddrPort("127.0.0.1:8080")
+	cliAddr = netip.MustParseAddrPort("127.0.0.1:50000")
+	upAddr  = netip.MustParseAddrPort("127.0.0.1:9090")
+)
+
+// data feeds one captured call; the whole payload is captured.
+func (r *rec) data(conn uint64, pid, tid uint32, dir event.Direction, ts uint64, payload string) {
+	local, remote := srvAddr, cliAddr
+	if conn >= 100 { // connections the process opened itself
+		local, remote = cliAddr, upAddr
+	}
+	r.c.Handle(&event.Event{Kind: event.KindData, ConnID: conn, PID: pid, TID: tid, Key: tid, Dir: dir,
+		Time: ts, Bytes: uint32(len(payload)), Payload: []byte(payload), Local: local, Remote: remote})
+}
+
+func (r *rec) close(conn uint64, ts uint64) {
+	r.c.Handle(&event.Event{Kind: event.KindClose, ConnID: conn, Time: ts})
+}
+
+const (
+	getHello = "GET /hello?x=1 HTTP/1.1\r\nHost: svc:8080\r\nUser-Agent: curl/8\r\n\r\n"
+	ok200    = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+)
+
+func TestServerSpanKeepAlive(t *testing.T) {
+	r := newRec(t, Options{})
+	r.data(1, 10, 11, event.Ingress, 1*ms, getHello)
+	r.data(1, 10, 11, event.Egress, 6*ms, ok200)
+	r.data(1, 10, 11, event.Ingress, 10*ms, "GET /users/42 HTTP/1.1\r\nHost: svc\r\n\r\n")
+	r.data(1, 10, 11, event.Egress, 13*ms, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n")
+	if len(r.spans) != 2 {
+		t.Fatalf("got %d spans, want 2", len(r.spans))
+	}
+	a, b := r.spans[0], r.spans[1]
+	if a.Kind != spans.KindServer || a.Name != "GET /hello" || a.Path != "/hello" || a.Query != "" ||
+		a.StatusCode != 200 || a.Host != "svc:8080" || a.UserAgent != "curl/8" || a.Proto != "1.1" {
+		t.Errorf("first span: %+v", a)
+	}
+	if !a.Start.Equal(epoch.Add(time.Millisecond)) || a.Duration() != 5*time.Millisecond {
+		t.Errorf("first span times: start %v duration %v", a.Start, a.Duration())
+	}
+	if a.Local != srvAddr || a.Remote != cliAddr || a.PID != 10 || a.TID != 11 {
+		t.Errorf("first span endpoints: %+v", a)
+	}
+	if b.Name != "GET /users/{id}" || b.StatusCode != 503 || !b.IsError() {
+		t.Errorf("second span: %+v", b)
+	}
+	if a.TraceID == b.TraceID || a.ParentID.IsValid() {
+		t.Error("two requests without traceparent must be two root traces")
+	}
+}
+
+func TestPipelining(t *testing.T) {
+	r := newRec(t, Options{})
+	r.data(1, 10, 11, event.Ingress, 1*ms, "GET /a HTTP/1.1\r\nHost: h\r\n\r\nGET /b HTTP/1.1\r\nHost: h\r\n\r\nGET /c HTTP/1.1\r\nHost: h\r\n\r\n")
+	r.data(1, 10, 11, event.Egress, 2*ms, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\nHTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+	r.data(1, 10, 11, event.Egress, 3*ms, "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n")
+	if len(r.spans) != 3 {
+		t.Fatalf("got %d spans", len(r.spans))
+	}
+	for i, want := range []struct {
+		path   string
+		status int
+	}{{"/a", 200}, {"/b", 404}, {"/c", 201}} {
+		if r.spans[i].Path != want.path || r.spans[i].StatusCode != want.status {
+			t.Errorf("span %d: %s %d, want %s %d", i, r.spans[i].Path, r.spans[i].StatusCode, want.path, want.status)
+		}
+	}
+}
+
+func TestClientChildOfServerOnSameThread(t *testing.T) {
+	r := newRec(t, Options{})
+	r.data(1, 10, 11, event.Ingress, 1*ms, "GET /call HTTP/1.1\r\nHost: front\r\ntraceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r\n\r\n")
+	// The handler thread calls upstream on its own connection.
+	r.data(100, 10, 11, event.Egress, 2*ms, "GET /hello HTTP/1.1\r\nHost: up\r\n\r\n")
+	// Another thread of the same process calls without serving anything.
+	r.data(101, 10, 12, event.Egress, 2*ms, "GET /other HTTP/1.1\r\nHost: up\r\n\r\n")
+	r.data(100, 10, 11, event.Ingress, 4*ms, ok200)
+	r.data(101, 10, 12, event.Ingress, 4*ms, ok200)
+	r.data(1, 10, 11, event.Egress, 5*ms, ok200)
+	if len(r.spans) != 3 {
+		t.Fatalf("got %d spans", len(r.spans))
+	}
+	client, other, server := r.spans[0], r.spans[1], r.spans[2]
+	if server.TraceID.String() != "0af7651916cd43dd8448eb211c80319c" || server.ParentID.String() != "b7ad6b7169203331" || !server.ParentRemote {
+		t.Errorf("server did not continue the incoming trace: %+v", server)
+	}
+	if client.Kind != spans.KindClient || client.TraceID != server.TraceID || client.ParentID != server.SpanID {
+		t.Errorf("client span not a child of the server span: client %+v server %+v", client, server)
+	}
+	if other.TraceID == server.TraceID || other.ParentID.IsValid() {
+		t.Errorf("call from an idle thread was parented: %+v", other)
+	}
+	if client.Local != cliAddr || client.Remote != upAddr {
+		t.Errorf("client endpoints %v -> %v", client.Local, client.Remote)
+	}
+}
+
+func TestInterleavedConnectionsOnOneThread(t *testing.T) {
+	r := newRec(t, Options{})
+	// An event-loop thread reads two requests before answering either.
+	r.data(1, 10, 11, event.Ingress, 1*ms, "GET /one HTTP/1.1\r\nHost: h\r\n\r\n")
+	r.data(2, 10, 11, event.Ingress, 2*ms, "GET /two HTTP/1.1\r\nHost: h\r\n\r\n")
+	r.data(2, 10, 11, event.Egress, 3*ms, "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
+	r.data(1, 10, 11, event.Egress, 4*ms, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+	if len(r.spans) != 2 {
+		t.Fatalf("got %d spans", len(r.spans))
+	}
+	if r.spans[0].Path != "/two" || r.spans[0].StatusCode != 202 || r.spans[1].Path != "/one" || r.spans[1].StatusCode != 200 {
+		t.Errorf("responses paired across connections: %+v", r.spans)
+	}
+}
+
+func TestUnansweredRequests(t *testing.T) {
+	r := newRec(t, Options{RequestTimeout: time.Second})
+	r.data(1, 10, 11, event.Ingress, 1*ms, getHello)
+	r.data(2, 10, 11, event.Ingress, 1*ms, getHello)
+	r.c.Expire(500 * ms)
+	if len(r.spans) != 0 {
+		t.Fatal("expired too early")
+	}
+	r.close(2, 600*ms)
+	if len(r.spans) != 1 || r.spans[0].ErrorType != "connection_closed" {
+		t.Fatalf("close did not end the request: %+v", r.spans)
+	}
+	r.c.Expire(1200 * ms)
+	if len(r.spans) != 2 || r.spans[1].ErrorType != "timeout" || !r.spans[1].IsError() {
+		t.Fatalf("timeout did not end the request: %+v", r.spans)
+	}
+	if r.c.Pending() != 0 {
+		t.Errorf("%d requests still pending", r.c.Pending())
+	}
+}
+
+func TestCloseDelimitedResponse(t *testing.T) {
+	r := newRec(t, Options{})
+	r.data(1, 10, 11, event.Ingress, 1*ms, "GET / HTTP/1.0\r\n\r\n")
+	r.data(1, 10, 11, event.Egress, 2*ms, "HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n\r\n<html>")
+	r.data(1, 10, 11, event.Egress, 3*ms, "</html>")
+	r.close(1, 4*ms)
+	if len(r.spans) != 1 {
+		t.Fatalf("got %d spans", len(r.spans))
+	}
+	s := r.spans[0]
+	if s.StatusCode != 200 || s.ErrorType != "" || s.Proto != "1.0" || s.ResponseBodySize != 13 {
+		t.Errorf("span %+v", s)
+	}
+}
+
+func TestBinaryProtocolIsIgnored(t *testing.T) {
+	r := newRec(t, Options{})
+	for i := range 40 {
+		r.data(1, 10, 11, event.Ingress, uint64(i+1)*ms, "*1\r\n$4\r\nPING\r\n")
+		r.data(1, 10, 11, event.Egress, uint64(i+1)*ms, "+PONG\r\n")
+	}
+	if len(r.spans) != 0 || r.c.Stats().NotHTTP.Load() != 1 {
+		t.Fatalf("spans %d, not-http %d", len(r.spans), r.c.Stats().NotHTTP.Load())
+	}
+}
+
+func TestJoinMidStream(t *testing.T) {
+	r := newRec(t, Options{})
+	// weft starts while a response body is flowing on a keep-alive connection.
+	r.data(1, 10, 11, event.Egress, 1*ms, "rest of an earlier body")
+	r.data(1, 10, 11, event.Ingress, 2*ms, getHello)
+	r.data(1, 10, 11, event.Egress, 3*ms, ok200)
+	if len(r.spans) != 1 || r.spans[0].StatusCode != 200 {
+		t.Fatalf("spans: %+v", r.spans)
+	}
+}
+
+func TestQueryKeptOnlyWhenAsked(t *testing.T) {
+	r := newRec(t, Options{KeepQuery: true})
+	r.data(1, 10, 11, event.Ingress, 1*ms, getHello)
+	r.data(1, 10, 11, event.Egress, 2*ms, ok200)
+	if len(r.spans) != 1 || r.spans[0].Query != "x=1" {
+		t.Fatalf("spans: %+v", r.spans)
+	}
+}
+
+func TestTruncatedCaptureUsesTotals(t *testing.T) {
+	r := newRec(t, Options{})
+	r.data(1, 10, 11, event.Ingress, 1*ms, getHello)
+	// A 100 kB response whose capture holds only its head.
+	head := "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n"
+	r.c.Handle(&event.Event{Kind: event.KindData, ConnID: 1, PID: 10, TID: 11, Key: 11, Dir: event.Egress,
+		Time: 2 * ms, Bytes: uint32(len(head) + 60000), Payload: []byte(head)})
+	if len(r.spans) != 0 {
+		t.Fatal("ended before the body was sent")
+	}
+	r.c.Handle(&event.Event{Kind: event.KindData, ConnID: 1, PID: 10, TID: 11, Key: 11, Dir: event.Egress,
+		Time: 9 * ms, Bytes: 40000, Payload: []byte("xxxx")})
+	if len(r.spans) != 1 || r.spans[0].Duration() != 8*time.Millisecond || r.spans[0].ResponseBodySize != 100000 {
+		t.Fatalf("spans: %+v", r.spans)
+	}
+}
