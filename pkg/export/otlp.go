@@ -1,0 +1,91 @@
+package export
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/weftdev/weft/pkg/spans"
+)
+
+// OTLP exports spans over OTLP/gRPC through the OpenTelemetry SDK, keeping
+// the ids, timestamps and parentage weft decided.
+type OTLP struct {
+	resolver Resolver
+	tracers  *tracers
+	queue    *queue
+	stats    counters
+}
+
+var _ Exporter = (*OTLP)(nil)
+
+// NewOTLP creates the exporter and starts its worker. The connection is made
+// lazily, so an unreachable backend is not an error here.
+func NewOTLP(ctx context.Context, cfg OTLPConfig, resolver Resolver) (*OTLP, error) {
+	if resolver == nil {
+		return nil, errors.New("create otlp exporter: nil resolver")
+	}
+	cfg = cfg.withDefaults()
+	log := slog.With("component", "export")
+
+	outcome := &rpcOutcome{}
+	exp, err := otlptracegrpc.New(ctx, cfg.clientOptions(outcome)...)
+	if err != nil {
+		return nil, fmt.Errorf("create otlp exporter: %w", err)
+	}
+	o := &OTLP{resolver: resolver}
+	o.queue = newQueue(queueConfig{
+		size:         cfg.QueueSize,
+		maxBatch:     cfg.MaxBatchSize,
+		batchTimeout: cfg.BatchTimeout,
+	}, &otlpSender{exp: exp, outcome: outcome}, &o.stats, log)
+	o.tracers, err = newTracers(providerHook{q: o.queue}, cfg.Version)
+	if err != nil {
+		return nil, errors.Join(err, o.queue.shutdown(ctx))
+	}
+	return o, nil
+}
+
+// Export records s through the SDK and queues it; it never blocks on the
+// network.
+func (o *OTLP) Export(s *spans.Span) {
+	o.stats.received.Add(1)
+	res, _ := o.resolver.Resolve(s.PID)
+	tr := o.tracers.get(res)
+
+	ctx := withIDs(context.Background(), trace.TraceID(s.TraceID), trace.SpanID(s.SpanID))
+	if s.ParentID.IsValid() {
+		ctx = trace.ContextWithSpanContext(ctx, trace.NewSpanContext(trace.SpanContextConfig{
+			TraceID:    trace.TraceID(s.TraceID),
+			SpanID:     trace.SpanID(s.ParentID),
+			TraceFlags: trace.TraceFlags(s.TraceFlags),
+			Remote:     s.ParentRemote,
+		}))
+	}
+	_, span := tr.Start(ctx, spanName(s),
+		trace.WithSpanKind(spanKind(s.Kind)),
+		trace.WithTimestamp(s.Start),
+		trace.WithAttributes(spanAttributes(s)...),
+	)
+	if code, desc := spanStatus(s); code != codes.Unset {
+		span.SetStatus(code, desc)
+	}
+	span.End(trace.WithTimestamp(s.End))
+}
+
+// Shutdown exports what is queued within ctx, counts what could not be sent
+// in time as dropped, and closes the connection.
+func (o *OTLP) Shutdown(ctx context.Context) error {
+	if err := o.queue.shutdown(ctx); err != nil {
+		return fmt.Errorf("shut down otlp exporter: %w", err)
+	}
+	return nil
+}
+
+// Stats returns the current counters.
+func (o *OTLP) Stats() Stats { return o.stats.snapshot() }

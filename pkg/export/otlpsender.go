@@ -1,0 +1,69 @@
+package export
+
+import (
+	"context"
+	"sync"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
+)
+
+// otlpSender sends batches with the SDK's OTLP exporter. The exporter
+// reports a partial success only as an opaque error, so a gRPC interceptor
+// records the outcome of the last RPC to tell accepted spans from rejected
+// ones.
+type otlpSender struct {
+	exp     sdktrace.SpanExporter
+	outcome *rpcOutcome
+}
+
+func (s *otlpSender) send(ctx context.Context, batch []sdktrace.ReadOnlySpan) (int, error) {
+	s.outcome.reset()
+	err := s.exp.ExportSpans(ctx, batch)
+	if err == nil {
+		return len(batch), nil
+	}
+	if ok, rejected := s.outcome.get(); ok {
+		// The RPC succeeded, so err is the backend's partial success.
+		return len(batch) - int(rejected), err
+	}
+	return 0, err
+}
+
+func (s *otlpSender) shutdown(ctx context.Context) error { return s.exp.Shutdown(ctx) }
+
+// rpcOutcome remembers the result of the last Export RPC.
+type rpcOutcome struct {
+	mu       sync.Mutex
+	ok       bool
+	rejected int64
+}
+
+func (o *rpcOutcome) reset() { o.set(false, 0) }
+
+func (o *rpcOutcome) set(ok bool, rejected int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.ok, o.rejected = ok, rejected
+}
+
+func (o *rpcOutcome) get() (bool, int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.ok, o.rejected
+}
+
+func (o *rpcOutcome) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	if err != nil {
+		o.set(false, 0)
+		return err
+	}
+	var rejected int64
+	if r, ok := reply.(*collectortrace.ExportTraceServiceResponse); ok {
+		rejected = r.GetPartialSuccess().GetRejectedSpans()
+	}
+	o.set(true, rejected)
+	return nil
+}

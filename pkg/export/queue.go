@@ -1,0 +1,215 @@
+package export
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// sender delivers one batch. accepted is how many spans the backend took;
+// the rest of the batch counts as failed.
+type sender interface {
+	send(ctx context.Context, batch []sdktrace.ReadOnlySpan) (accepted int, err error)
+	shutdown(ctx context.Context) error
+}
+
+type queueConfig struct {
+	size         int
+	maxBatch     int
+	batchTimeout time.Duration
+}
+
+// dropLogInterval limits how often a full queue is logged.
+const dropLogInterval = 10 * time.Second
+
+// queue is the span processor shared by all tracer providers. It replaces
+// sdktrace's BatchSpanProcessor because that one drops silently, while weft
+// must count every span it loses. Enqueueing never blocks: a full queue drops.
+type queue struct {
+	cfg   queueConfig
+	out   sender
+	stats *counters
+	log   *slog.Logger
+
+	// mu orders enqueue against shutdown so that no span is added after
+	// the final drain and left uncounted.
+	mu     sync.RWMutex
+	closed bool
+
+	spans chan sdktrace.ReadOnlySpan
+	stop  chan struct{}
+	done  chan struct{}
+	// runCtx is cancelled when the shutdown deadline passes, aborting the
+	// export in flight.
+	runCtx    context.Context
+	cancelRun context.CancelFunc
+
+	// Owned by the worker goroutine.
+	lastDropLog time.Time
+	dropsLogged uint64
+	failing     bool
+}
+
+func newQueue(cfg queueConfig, out sender, stats *counters, log *slog.Logger) *queue {
+	ctx, cancel := context.WithCancel(context.Background())
+	q := &queue{
+		cfg:       cfg,
+		out:       out,
+		stats:     stats,
+		log:       log,
+		spans:     make(chan sdktrace.ReadOnlySpan, cfg.size),
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
+		runCtx:    ctx,
+		cancelRun: cancel,
+	}
+	go q.run()
+	return q
+}
+
+func (q *queue) enqueue(s sdktrace.ReadOnlySpan) {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	if q.closed {
+		q.stats.dropped.Add(1)
+		return
+	}
+	q.stats.queued.Add(1)
+	select {
+	case q.spans <- s:
+	default:
+		q.stats.queued.Add(-1)
+		q.stats.dropped.Add(1)
+	}
+}
+
+// shutdown exports what is queued within ctx, counts the rest as dropped and
+// shuts the sender down. Later calls return nil.
+func (q *queue) shutdown(ctx context.Context) error {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return nil
+	}
+	q.closed = true
+	q.mu.Unlock()
+
+	close(q.stop)
+	var errs []error
+	select {
+	case <-q.done:
+	case <-ctx.Done():
+		q.cancelRun()
+		<-q.done
+		errs = append(errs, fmt.Errorf("flush spans: %w", ctx.Err()))
+	}
+	q.cancelRun()
+
+	if err := q.out.shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("shut down span sender: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+func (q *queue) run() {
+	defer close(q.done)
+	ticker := time.NewTicker(q.cfg.batchTimeout)
+	defer ticker.Stop()
+	batch := make([]sdktrace.ReadOnlySpan, 0, q.cfg.maxBatch)
+	for {
+		// Shutdown takes priority over queued spans, so that after its
+		// deadline the rest is dropped rather than attempted.
+		select {
+		case <-q.stop:
+			q.drain(batch)
+			q.logDrops()
+			return
+		default:
+		}
+		select {
+		case s := <-q.spans:
+			batch = append(batch, s)
+			if len(batch) >= q.cfg.maxBatch {
+				batch = q.export(batch)
+			}
+		case <-ticker.C:
+			if len(batch) > 0 {
+				batch = q.export(batch)
+			}
+			q.logDrops()
+		case <-q.stop:
+			q.drain(batch)
+			q.logDrops()
+			return
+		}
+	}
+}
+
+// drain exports everything still queued. Once the shutdown deadline has
+// passed the remainder is counted as dropped: it was never attempted.
+func (q *queue) drain(batch []sdktrace.ReadOnlySpan) {
+	for {
+		for len(batch) < q.cfg.maxBatch && len(q.spans) > 0 {
+			batch = append(batch, <-q.spans)
+		}
+		if len(batch) == 0 {
+			return
+		}
+		if q.runCtx.Err() != nil {
+			n := len(batch) + len(q.spans)
+			for len(q.spans) > 0 {
+				<-q.spans
+			}
+			q.stats.queued.Add(-int64(n))
+			q.stats.dropped.Add(uint64(n))
+			return
+		}
+		batch = q.export(batch)
+	}
+}
+
+func (q *queue) export(batch []sdktrace.ReadOnlySpan) []sdktrace.ReadOnlySpan {
+	n := len(batch)
+	accepted, err := q.out.send(q.runCtx, batch)
+	accepted = max(0, min(accepted, n))
+	q.stats.exported.Add(uint64(accepted))
+	q.stats.failed.Add(uint64(n - accepted))
+	q.stats.queued.Add(-int64(n))
+	switch {
+	case err != nil:
+		q.failing = true
+		q.log.Warn("span export failed", "spans", n, "failed", n-accepted, "error", err)
+	case q.failing:
+		q.failing = false
+		q.log.Info("span export recovered")
+	}
+	// Drop references so exported spans can be collected before the
+	// slice is refilled.
+	clear(batch)
+	return batch[:0]
+}
+
+func (q *queue) logDrops() {
+	dropped := q.stats.dropped.Load()
+	if dropped == q.dropsLogged || time.Since(q.lastDropLog) < dropLogInterval {
+		return
+	}
+	q.log.Warn("span queue full, spans dropped", "dropped", dropped-q.dropsLogged, "total_dropped", dropped, "queue_size", q.cfg.size)
+	q.dropsLogged = dropped
+	q.lastDropLog = time.Now()
+}
+
+// providerHook is the SpanProcessor registered with every TracerProvider. It
+// only forwards finished spans: providers are evicted and garbage collected
+// independently, and none of them may shut the shared queue down.
+type providerHook struct{ q *queue }
+
+func (h providerHook) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (h providerHook) OnEnd(s sdktrace.ReadOnlySpan)                   { h.q.enqueue(s) }
+func (h providerHook) Shutdown(context.Context) error                  { return nil }
+func (h providerHook) ForceFlush(context.Context) error                { return nil }

@@ -1,0 +1,142 @@
+// Package procinfo identifies the process behind a pid: its OpenTelemetry
+// resource and service name, derived from /proc the way an SDK running inside
+// the process would have named itself.
+package procinfo
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"go.opentelemetry.io/otel/sdk/resource"
+)
+
+// Config configures a Resolver. The zero value is ready for production use.
+type Config struct {
+	// ProcRoot is where procfs is mounted; default "/proc". Tests point it
+	// at a fake tree.
+	ProcRoot string
+	// MachineIDPath is read once for host.id; default "/etc/machine-id".
+	MachineIDPath string
+	// HostName is host.name; default os.Hostname().
+	HostName string
+	// CacheSize bounds how many processes are remembered; default 4096.
+	CacheSize int
+	// MissingTTL is how long the answer for a pid that could not be found is
+	// reused; default 10s.
+	MissingTTL time.Duration
+	// Version is reported as telemetry.distro.version when set.
+	Version string
+}
+
+const (
+	defaultProcRoot      = "/proc"
+	defaultMachineIDPath = "/etc/machine-id"
+	defaultCacheSize     = 4096
+	defaultMissingTTL    = 10 * time.Second
+)
+
+// Resolver maps pids to resources. It is safe for concurrent use.
+type Resolver struct {
+	fs         procFS
+	cache      *lru.Cache[uint32, *entry]
+	host       hostInfo
+	owners     *ownerNames
+	missingTTL time.Duration
+	now        func() time.Time
+	log        *slog.Logger
+}
+
+type entry struct {
+	startTime uint64
+	exe       string
+	res       *resource.Resource
+	service   string
+	// expires is set only for processes that could not be found, so a
+	// transient failure is not remembered for the life of the cache.
+	expires time.Time
+}
+
+// NewResolver returns a Resolver for cfg, with defaults filled in.
+func NewResolver(cfg Config) (*Resolver, error) {
+	if cfg.ProcRoot == "" {
+		cfg.ProcRoot = defaultProcRoot
+	}
+	if cfg.MachineIDPath == "" {
+		cfg.MachineIDPath = defaultMachineIDPath
+	}
+	if cfg.CacheSize <= 0 {
+		cfg.CacheSize = defaultCacheSize
+	}
+	if cfg.MissingTTL <= 0 {
+		cfg.MissingTTL = defaultMissingTTL
+	}
+	log := slog.With("component", "procinfo")
+	if cfg.HostName == "" {
+		name, err := os.Hostname()
+		if err != nil {
+			log.Warn("host name unknown", "error", err)
+		}
+		cfg.HostName = name
+	}
+	cache, err := lru.New[uint32, *entry](cfg.CacheSize)
+	if err != nil {
+		return nil, fmt.Errorf("create process cache: %w", err)
+	}
+	return &Resolver{
+		fs:         procFS{root: cfg.ProcRoot},
+		cache:      cache,
+		host:       hostInfo{name: cfg.HostName, id: readMachineID(cfg.MachineIDPath, log), version: cfg.Version},
+		owners:     newOwnerNames(),
+		missingTTL: cfg.MissingTTL,
+		now:        time.Now,
+		log:        log,
+	}, nil
+}
+
+// Resolve returns the resource and service name of pid.
+//
+// Every call re-reads /proc/<pid>/stat (and the exe link) to detect pid reuse
+// and exec; the rest is cached. A process that has exited keeps its cached
+// identity, because its last spans are usually exported after it is gone.
+func (r *Resolver) Resolve(pid uint32) (*resource.Resource, string) {
+	cached, hit := r.cache.Get(pid)
+	st, err := r.fs.stat(pid)
+	if err != nil {
+		if hit && (cached.expires.IsZero() || r.now().Before(cached.expires)) {
+			return cached.res, cached.service
+		}
+		r.log.Debug("process not found", "pid", pid, "error", err)
+		e := r.missing(pid)
+		r.cache.Add(pid, e)
+		return e.res, e.service
+	}
+	exe := r.fs.exe(pid)
+	if hit && cached.expires.IsZero() && cached.startTime == st.startTime && (exe == cached.exe || exe == "") {
+		return cached.res, cached.service
+	}
+	e := r.build(pid, st, exe)
+	r.cache.Add(pid, e)
+	return e.res, e.service
+}
+
+func (r *Resolver) missing(pid uint32) *entry {
+	service := unknownServiceName(validUTF8(r.fs.comm(pid)), pid)
+	return &entry{
+		res:     resource.NewWithAttributes(schemaURL, r.baseAttrs(pid, service)...),
+		service: service,
+		expires: r.now().Add(r.missingTTL),
+	}
+}
+
+func readMachineID(path string, log *slog.Logger) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		log.Warn("host.id unknown", "path", path, "error", err)
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
