@@ -1,0 +1,293 @@
+/* Maps and helpers shared by both attach paths (tracepoint and kprobe). */
+#ifndef WEFT_COMMON_H
+#define WEFT_COMMON_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_endian.h>
+#include "weft.h"
+
+#define AF_INET 2
+#define AF_INET6 10
+#define IPPROTO_TCP 6
+#define MSG_PEEK 2
+#define TCP_CLOSE 7
+#define MAX_IOVS 8
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Referenced so that the enums reach BTF and bpf2go emits them for Go. */
+const enum weft_event_kind *unused_event_kind __attribute__((unused));
+const enum weft_direction *unused_direction __attribute__((unused));
+const enum weft_stat *unused_stat __attribute__((unused));
+
+/* Set by user space before load. */
+volatile const __u32 capture_max = 256;
+volatile const __u32 self_pid = 0;   /* weft never traces itself */
+volatile const __u8 trace_all = 0;   /* every process but weft */
+volatile const __u8 notify_exec = 0; /* user space selects by exe name */
+
+enum pid_filter_value {
+	PID_TRACED = 1,
+	PID_IGNORED = 2,
+};
+
+/* tgid -> enum pid_filter_value, kept by user space (and by fork/exit). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u32);
+} pid_filter SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, WEFT_STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+/* Sockets weft has reported data for, so that their close is reported. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, __u8);
+} tracked_socks SEC(".maps");
+
+/* Scratch space for building one event: too big for the BPF stack. The data
+ * area is larger than the capture limit so that a masked offset plus a
+ * masked length always stays inside it (the verifier needs both bounded). */
+struct event_buf {
+	struct event_header hdr;
+	__u8 data[3 * WEFT_MAX_CAPTURE];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct event_buf);
+} scratch SEC(".maps");
+
+/* A user buffer: one iovec, or the array of iovecs. */
+struct user_buf {
+	__u64 ptr;    /* buffer address, or iovec array address */
+	__u64 offset; /* bytes to skip in the first buffer (kprobe iov_iter) */
+	__u32 iovcnt; /* 0: ptr is a plain buffer; else number of iovecs */
+	__u32 _pad;
+};
+
+static __always_inline void count(__u32 stat)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &stat);
+	if (v)
+		*v += 1;
+}
+
+static __always_inline bool pid_traced(__u32 tgid)
+{
+	if (tgid == self_pid)
+		return false;
+	__u32 *v = bpf_map_lookup_elem(&pid_filter, &tgid);
+	if (v)
+		return *v == PID_TRACED;
+	return trace_all;
+}
+
+/* The correlation key; the JVM issue adds mounted logical ids. */
+static __always_inline __u32 correlation_key(__u32 tid)
+{
+	return tid;
+}
+
+static __always_inline void fill_addrs(struct event_header *h, struct sock *sk)
+{
+	struct sock_common *c = &sk->__sk_common;
+	h->family = BPF_CORE_READ(c, skc_family);
+	h->sport = BPF_CORE_READ(c, skc_num);
+	h->dport = bpf_ntohs(BPF_CORE_READ(c, skc_dport));
+	if (h->family == AF_INET6) {
+		BPF_CORE_READ_INTO(&h->saddr, c, skc_v6_rcv_saddr.in6_u.u6_addr8);
+		BPF_CORE_READ_INTO(&h->daddr, c, skc_v6_daddr.in6_u.u6_addr8);
+	} else {
+		BPF_CORE_READ_INTO(&h->saddr, c, skc_rcv_saddr);
+		BPF_CORE_READ_INTO(&h->daddr, c, skc_daddr);
+	}
+}
+
+/* Masks v with an instruction clang cannot move or drop, so the verifier
+ * sees the bound on the very register that is used afterwards. */
+#define BOUND(v, mask) asm volatile("%[x] &= " #mask : [x] "+r"(v))
+
+/* Copies up to want bytes from one user buffer to data[off..]. */
+static __always_inline __u32 copy_chunk(struct event_buf *e, __u64 off, __u64 src, __u64 len, __u64 want)
+{
+	if (len > want)
+		len = want;
+	if (len == 0)
+		return 0;
+	BOUND(off, 0xfff);  /* < WEFT_MAX_CAPTURE */
+	BOUND(len, 0x1fff); /* < 2 * WEFT_MAX_CAPTURE */
+	if (bpf_probe_read_user(&e->data[off], len, (void *)src) < 0)
+		return 0;
+	return len;
+}
+
+static __always_inline __u32 copy_payload(struct event_buf *e, const struct user_buf *ub, __u32 total)
+{
+	__u64 want = total < capture_max ? total : capture_max;
+	if (want > WEFT_MAX_CAPTURE)
+		want = WEFT_MAX_CAPTURE;
+	if (ub->iovcnt == 0)
+		return copy_chunk(e, 0, ub->ptr + ub->offset, want, want);
+
+	__u32 got = 0;
+	__u64 skip = ub->offset;
+	for (int i = 0; i < MAX_IOVS; i++) {
+		if (i >= ub->iovcnt || got >= want)
+			break;
+		struct iovec iov;
+		if (bpf_probe_read_user(&iov, sizeof(iov), (void *)(ub->ptr + i * sizeof(iov))) < 0)
+			break;
+		__u64 base = (__u64)iov.iov_base, len = iov.iov_len;
+		if (skip) {
+			if (skip >= len) {
+				skip -= len;
+				continue;
+			}
+			base += skip;
+			len -= skip;
+			skip = 0;
+		}
+		__u32 n = copy_chunk(e, got, base, len, want - got);
+		if (n == 0)
+			break;
+		got += n;
+	}
+	return got;
+}
+
+/* Emits one data event: header plus the first capture_max bytes. */
+static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u32 bytes, const struct user_buf *ub)
+{
+	__u32 zero = 0;
+	struct event_buf *e = bpf_map_lookup_elem(&scratch, &zero);
+	if (!e)
+		return;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct event_header *h = &e->hdr;
+	h->ts_ns = bpf_ktime_get_ns();
+	h->sock_id = (__u64)sk;
+	h->pid = pid_tgid >> 32;
+	h->tid = (__u32)pid_tgid;
+	h->key = correlation_key(h->tid);
+	h->bytes = bytes;
+	h->kind = WEFT_EV_DATA;
+	h->dir = dir;
+	__builtin_memset(h->saddr, 0, sizeof(h->saddr));
+	__builtin_memset(h->daddr, 0, sizeof(h->daddr));
+	fill_addrs(h, sk);
+
+	__u64 n = copy_payload(e, ub, bytes);
+	if (n == 0 && bytes > 0)
+		count(WEFT_STAT_LOST_READ);
+	BOUND(n, 0x1fff);
+	h->captured = n;
+	if (bpf_ringbuf_output(&events, e, sizeof(*h) + n, 0) < 0) {
+		count(WEFT_STAT_LOST_RINGBUF);
+		return;
+	}
+	count(WEFT_STAT_EVENTS);
+
+	__u64 id = (__u64)sk;
+	__u8 one = 1;
+	if (bpf_map_update_elem(&tracked_socks, &id, &one, BPF_NOEXIST) == -7 /* E2BIG */)
+		count(WEFT_STAT_SOCK_TABLE_FULL);
+}
+
+static __always_inline void emit_small(__u8 kind, __u64 sock_id, __u32 pid, __u32 tid)
+{
+	struct event_header *h = bpf_ringbuf_reserve(&events, sizeof(*h), 0);
+	if (!h) {
+		count(WEFT_STAT_LOST_RINGBUF);
+		return;
+	}
+	__builtin_memset(h, 0, sizeof(*h));
+	h->ts_ns = bpf_ktime_get_ns();
+	h->sock_id = sock_id;
+	h->pid = pid;
+	h->tid = tid;
+	h->key = tid;
+	h->kind = kind;
+	bpf_ringbuf_submit(h, 0);
+	count(WEFT_STAT_EVENTS);
+}
+
+/* ---- Process life cycle: shared by both paths (tracepoints exist everywhere). */
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(weft_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = BPF_CORE_READ(parent, tgid);
+	__u32 ctgid = BPF_CORE_READ(child, tgid);
+	if (ptgid == ctgid) /* a new thread, not a new process */
+		return 0;
+	__u32 *v = bpf_map_lookup_elem(&pid_filter, &ptgid);
+	if (v && *v == PID_TRACED) {
+		__u32 traced = PID_TRACED;
+		bpf_map_update_elem(&pid_filter, &ctgid, &traced, BPF_ANY);
+	}
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_process_exec")
+int weft_exec(void *ctx)
+{
+	if (!notify_exec)
+		return 0;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	if (tgid == self_pid)
+		return 0;
+	emit_small(WEFT_EV_EXEC, 0, tgid, (__u32)pid_tgid);
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_process_exit")
+int weft_exit(void *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	if (tgid != (__u32)pid_tgid) /* a thread, not the process */
+		return 0;
+	if (!pid_traced(tgid))
+		return 0;
+	bpf_map_delete_elem(&pid_filter, &tgid);
+	emit_small(WEFT_EV_EXIT, 0, tgid, tgid);
+	return 0;
+}
+
+/* The close of a socket weft reported data for. This fires in softirq
+ * context too, so the current task says nothing: the socket map decides. */
+SEC("tracepoint/sock/inet_sock_set_state")
+int weft_sock_state(struct trace_event_raw_inet_sock_set_state *ctx)
+{
+	if (ctx->newstate != TCP_CLOSE || ctx->protocol != IPPROTO_TCP)
+		return 0;
+	__u64 id = (__u64)ctx->skaddr;
+	if (!bpf_map_lookup_elem(&tracked_socks, &id))
+		return 0;
+	bpf_map_delete_elem(&tracked_socks, &id);
+	emit_small(WEFT_EV_CLOSE, id, 0, 0);
+	return 0;
+}
+
+#endif

@@ -1,0 +1,51 @@
+/* Structures shared between the BPF programs and Go (generated with
+ * bpf2go -type). Every field is explicitly sized and padded so the Go
+ * layout is the C layout. */
+#ifndef WEFT_H
+#define WEFT_H
+
+/* Largest payload prefix one event can carry; the runtime limit is the
+ * capture_max constant, set by user space at load time. */
+#define WEFT_MAX_CAPTURE 4096
+
+enum weft_event_kind {
+	WEFT_EV_DATA = 1,  /* bytes sent or received on a TCP socket */
+	WEFT_EV_CLOSE = 2, /* a tracked socket reached TCP_CLOSE */
+	WEFT_EV_EXEC = 3,  /* a process called execve (selection by exe) */
+	WEFT_EV_EXIT = 4,  /* a traced process exited */
+};
+
+enum weft_direction {
+	WEFT_DIR_EGRESS = 0,  /* the process sent the bytes */
+	WEFT_DIR_INGRESS = 1, /* the process received the bytes */
+};
+
+/* Reasons an event was lost, indexes of the stats map. */
+enum weft_stat {
+	WEFT_STAT_EVENTS = 0,        /* events written to the ring buffer */
+	WEFT_STAT_LOST_RINGBUF = 1,  /* ring buffer full */
+	WEFT_STAT_LOST_STASH = 2,    /* in-flight syscall map full */
+	WEFT_STAT_LOST_READ = 3,     /* payload could not be read from user memory */
+	WEFT_STAT_SOCK_TABLE_FULL = 4, /* tracked-socket map full: close may be missed */
+	WEFT_STAT_MAX = 5,
+};
+
+struct event_header {
+	__u64 ts_ns;   /* bpf_ktime_get_ns, CLOCK_MONOTONIC */
+	__u64 sock_id; /* kernel address of struct sock: the connection's identity */
+	__u32 pid;     /* tgid */
+	__u32 tid;
+	__u32 key;     /* correlation key: tid, or a mounted logical id */
+	__u32 bytes;   /* bytes the call transferred */
+	__u32 captured; /* payload bytes that follow this header */
+	__u16 sport;   /* local port, host order */
+	__u16 dport;   /* remote port, host order */
+	__u8 saddr[16]; /* local address: IPv4 in the first 4 bytes, or IPv6 */
+	__u8 daddr[16]; /* remote address */
+	__u16 family;  /* AF_INET or AF_INET6 */
+	__u8 kind;     /* enum weft_event_kind */
+	__u8 dir;      /* enum weft_direction */
+	__u8 _pad[4];
+};
+
+#endif

@@ -1,0 +1,107 @@
+/* kprobe attach path: tcp_sendmsg / tcp_recvmsg see every TCP payload
+ * whatever syscall carried it. Entry saves the socket and the user buffer
+ * of the msghdr's iov_iter; return emits once the byte count is known. */
+#include "include/common.h"
+
+struct inflight {
+	struct user_buf buf;
+	__u64 sk;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct inflight);
+} inflight_send SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct inflight);
+} inflight_recv SEC(".maps");
+
+/* Before 6.4 the iovec pointer of iov_iter was called iov. */
+struct iov_iter___v61 {
+	const struct iovec *iov;
+} __attribute__((preserve_access_index));
+
+/* Reads the user memory an iov_iter describes; false for kernel-backed
+ * iterators (splice, sendfile), whose bytes weft does not capture. */
+static __always_inline bool read_iter(struct msghdr *msg, struct user_buf *ub)
+{
+	struct iov_iter *it = &msg->msg_iter;
+	__u8 type = BPF_CORE_READ(it, iter_type);
+	ub->offset = BPF_CORE_READ(it, iov_offset);
+	if (bpf_core_enum_value_exists(enum iter_type, ITER_UBUF) &&
+	    type == bpf_core_enum_value(enum iter_type, ITER_UBUF)) {
+		ub->ptr = (__u64)BPF_CORE_READ(it, ubuf);
+		ub->iovcnt = 0;
+		return true;
+	}
+	if (type != bpf_core_enum_value(enum iter_type, ITER_IOVEC))
+		return false;
+	if (bpf_core_field_exists(it->__iov)) {
+		ub->ptr = (__u64)BPF_CORE_READ(it, __iov);
+	} else {
+		struct iov_iter___v61 *old = (void *)it;
+		ub->ptr = (__u64)BPF_CORE_READ(old, iov);
+	}
+	ub->iovcnt = (__u32)BPF_CORE_READ(it, nr_segs);
+	return true;
+}
+
+static __always_inline int enter(void *map, struct sock *sk, struct msghdr *msg)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	if (!pid_traced(pid_tgid >> 32))
+		return 0;
+	struct inflight f = {};
+	if (!read_iter(msg, &f.buf))
+		return 0;
+	f.sk = (__u64)sk;
+	if (bpf_map_update_elem(map, &pid_tgid, &f, BPF_ANY) < 0)
+		count(WEFT_STAT_LOST_STASH);
+	return 0;
+}
+
+static __always_inline int leave(void *ctx, void *map, long ret, __u8 dir)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct inflight *f = bpf_map_lookup_elem(map, &pid_tgid);
+	if (!f)
+		return 0;
+	if (ret > 0) {
+		struct user_buf ub = f->buf;
+		emit_data(ctx, (struct sock *)f->sk, dir, (__u32)ret, &ub);
+	}
+	bpf_map_delete_elem(map, &pid_tgid);
+	return 0;
+}
+
+SEC("kprobe/tcp_sendmsg")
+int BPF_KPROBE(weft_tcp_sendmsg, struct sock *sk, struct msghdr *msg, size_t size)
+{
+	return enter(&inflight_send, sk, msg);
+}
+
+SEC("kretprobe/tcp_sendmsg")
+int BPF_KRETPROBE(weft_tcp_sendmsg_ret, int ret)
+{
+	return leave(ctx, &inflight_send, ret, WEFT_DIR_EGRESS);
+}
+
+SEC("kprobe/tcp_recvmsg")
+int BPF_KPROBE(weft_tcp_recvmsg, struct sock *sk, struct msghdr *msg, size_t len, int flags)
+{
+	if (flags & MSG_PEEK)
+		return 0;
+	return enter(&inflight_recv, sk, msg);
+}
+
+SEC("kretprobe/tcp_recvmsg")
+int BPF_KRETPROBE(weft_tcp_recvmsg_ret, int ret)
+{
+	return leave(ctx, &inflight_recv, ret, WEFT_DIR_INGRESS);
+}

@@ -1,0 +1,99 @@
+package kernel
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Features is what weft found out about the running kernel.
+type Features struct {
+	Release  string
+	BTF      bool   // /sys/kernel/btf/vmlinux: CO-RE relocations can resolve
+	Kprobes  bool   // the kprobe PMU exists: kprobes can attach
+	Lockdown string // none, integrity or confidentiality
+	Tracefs  string // mount point, empty when not mounted
+	CgroupV2 string // mount point of the unified hierarchy, empty when absent
+	Bpffs    string // mount point, empty when not mounted
+	// SockLengthTracepoints: sock:sock_{send,recv}_length (Linux 6.3+),
+	// which the tracepoint path needs to tell sockets from files.
+	SockLengthTracepoints bool
+}
+
+// Probe reads the kernel's features from /sys and /proc. It never fails:
+// what it cannot read is reported as missing.
+func Probe() Features {
+	var f Features
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		f.Release = strings.TrimSpace(string(b))
+	}
+	_, err := os.Stat("/sys/kernel/btf/vmlinux")
+	f.BTF = err == nil
+	// cilium/ebpf attaches kprobes through this PMU, or through tracefs'
+	// kprobe_events on older kernels; either needs CONFIG_KPROBES.
+	if _, err := os.Stat("/sys/bus/event_source/devices/kprobe/type"); err == nil {
+		f.Kprobes = true
+	}
+	f.Lockdown = lockdown()
+	f.Tracefs, _ = FindMount("tracefs")
+	f.CgroupV2, _ = FindMount("cgroup2")
+	f.Bpffs, _ = FindMount("bpf")
+	if f.Tracefs != "" {
+		_, err := os.Stat(f.Tracefs + "/events/sock/sock_send_length")
+		f.SockLengthTracepoints = err == nil
+	}
+	return f
+}
+
+// lockdown returns the active mode from "none [integrity] confidentiality".
+func lockdown() string {
+	b, err := os.ReadFile("/sys/kernel/security/lockdown")
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "none"
+		}
+		return "unknown"
+	}
+	return ParseLockdown(string(b))
+}
+
+// ParseLockdown picks the bracketed, active mode.
+func ParseLockdown(s string) string {
+	i := strings.IndexByte(s, '[')
+	j := strings.IndexByte(s, ']')
+	if i < 0 || j <= i {
+		return "unknown"
+	}
+	return s[i+1 : j]
+}
+
+// Path names a set of attach points.
+type Path string
+
+const (
+	PathKprobe     Path = "kprobe"
+	PathTracepoint Path = "tracepoint"
+)
+
+// ChoosePath picks the attach path for a --probes value.
+func (f Features) ChoosePath(want string) (Path, error) {
+	switch want {
+	case "", "auto":
+		if f.Kprobes {
+			return PathKprobe, nil
+		}
+		if !f.SockLengthTracepoints && f.Tracefs != "" {
+			return "", errors.New("no kprobes and no sock:sock_send_length tracepoint (Linux 6.3+): no attach path available")
+		}
+		return PathTracepoint, nil
+	case "kprobe":
+		if !f.Kprobes {
+			return "", errors.New("kprobes requested but this kernel has none (CONFIG_KPROBES off?)")
+		}
+		return PathKprobe, nil
+	case "tracepoint":
+		return PathTracepoint, nil
+	}
+	return "", fmt.Errorf("unknown probes %q (want auto, kprobe or tracepoint)", want)
+}

@@ -1,0 +1,50 @@
+package tracer
+
+import (
+	"fmt"
+	"net/netip"
+	"unsafe"
+
+	"github.com/weftdev/weft/pkg/event"
+)
+
+const headerSize = int(unsafe.Sizeof(tpEventHeader{}))
+
+const (
+	afInet  = 2
+	afInet6 = 10
+)
+
+// Decode turns one ring buffer record into an event. The payload aliases
+// raw.
+func Decode(raw []byte, ev *event.Event) error {
+	if len(raw) < headerSize {
+		return fmt.Errorf("record of %d bytes is shorter than the %d-byte header", len(raw), headerSize)
+	}
+	// The generated struct has the C layout (structs.HostLayout) and the
+	// ring buffer keeps records 8-byte aligned.
+	h := (*tpEventHeader)(unsafe.Pointer(&raw[0]))
+	if int(h.Captured) > len(raw)-headerSize {
+		return fmt.Errorf("record claims %d payload bytes, has %d", h.Captured, len(raw)-headerSize)
+	}
+	*ev = event.Event{
+		Kind:    event.Kind(h.Kind),
+		Time:    h.TsNs,
+		ConnID:  h.SockId,
+		PID:     h.Pid,
+		TID:     h.Tid,
+		Key:     h.Key,
+		Dir:     event.Direction(h.Dir),
+		Bytes:   h.Bytes,
+		Payload: raw[headerSize : headerSize+int(h.Captured)],
+	}
+	switch h.Family {
+	case afInet:
+		ev.Local = netip.AddrPortFrom(netip.AddrFrom4([4]byte(h.Saddr[:4])), h.Sport)
+		ev.Remote = netip.AddrPortFrom(netip.AddrFrom4([4]byte(h.Daddr[:4])), h.Dport)
+	case afInet6:
+		ev.Local = netip.AddrPortFrom(netip.AddrFrom16(h.Saddr).Unmap(), h.Sport)
+		ev.Remote = netip.AddrPortFrom(netip.AddrFrom16(h.Daddr).Unmap(), h.Dport)
+	}
+	return nil
+}

@@ -1,0 +1,54 @@
+package tracer
+
+import (
+	"net/netip"
+	"testing"
+	"unsafe"
+
+	"github.com/weftdev/weft/pkg/event"
+)
+
+func record(h tpEventHeader, payload string) []byte {
+	b := make([]byte, headerSize+len(payload))
+	*(*tpEventHeader)(unsafe.Pointer(&b[0])) = h
+	copy(b[headerSize:], payload)
+	return b
+}
+
+func TestDecodeIPv4AndIPv6(t *testing.T) {
+	h := tpEventHeader{TsNs: 7, SockId: 0xffff1234, Pid: 10, Tid: 11, Key: 11, Bytes: 900, Captured: 3,
+		Sport: 8080, Dport: 50000, Family: afInet, Kind: uint8(event.KindData), Dir: uint8(event.Ingress)}
+	copy(h.Saddr[:], []byte{127, 0, 0, 1})
+	copy(h.Daddr[:], []byte{10, 1, 2, 3})
+	var ev event.Event
+	if err := Decode(record(h, "GET"), &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Local != netip.MustParseAddrPort("127.0.0.1:8080") || ev.Remote != netip.MustParseAddrPort("10.1.2.3:50000") {
+		t.Errorf("addresses %v %v", ev.Local, ev.Remote)
+	}
+	if string(ev.Payload) != "GET" || ev.Bytes != 900 || ev.Dir != event.Ingress || ev.ConnID != 0xffff1234 || ev.Time != 7 {
+		t.Errorf("event %+v", ev)
+	}
+
+	h.Family = afInet6
+	h.Saddr = [16]byte{15: 1}
+	h.Daddr = netip.MustParseAddr("::ffff:192.0.2.1").As16()
+	if err := Decode(record(h, "GET"), &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Local != netip.MustParseAddrPort("[::1]:8080") || ev.Remote != netip.MustParseAddrPort("192.0.2.1:50000") {
+		t.Errorf("v6 addresses %v %v", ev.Local, ev.Remote)
+	}
+}
+
+func TestDecodeRejectsShortRecords(t *testing.T) {
+	var ev event.Event
+	if err := Decode(make([]byte, headerSize-1), &ev); err == nil {
+		t.Error("short header accepted")
+	}
+	h := tpEventHeader{Captured: 100}
+	if err := Decode(record(h, "abc"), &ev); err == nil {
+		t.Error("payload longer than the record accepted")
+	}
+}

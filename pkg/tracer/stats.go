@@ -1,0 +1,48 @@
+package tracer
+
+import "fmt"
+
+// Stats are the kernel side's counters, summed over CPUs.
+type Stats struct {
+	Events        uint64 // written to the ring buffer
+	LostRingbuf   uint64 // ring buffer was full
+	LostStash     uint64 // in-flight call map was full
+	LostRead      uint64 // payload unreadable from user memory
+	SockTableFull uint64 // tracked-socket map full: a close may be missed
+}
+
+// Lost is the number of events the kernel could not deliver.
+func (s Stats) Lost() uint64 { return s.LostRingbuf + s.LostStash }
+
+// Stats reads the counters.
+func (t *Tracer) Stats() (Stats, error) {
+	m := t.coll.Maps["stats"]
+	sum := func(i tpWeftStat) (uint64, error) {
+		var per []uint64
+		if err := m.Lookup(uint32(i), &per); err != nil {
+			return 0, fmt.Errorf("read stat %d: %w", i, err)
+		}
+		var n uint64
+		for _, v := range per {
+			n += v
+		}
+		return n, nil
+	}
+	var s Stats
+	var err error
+	for _, f := range []struct {
+		idx tpWeftStat
+		dst *uint64
+	}{
+		{tpWeftStatWEFT_STAT_EVENTS, &s.Events},
+		{tpWeftStatWEFT_STAT_LOST_RINGBUF, &s.LostRingbuf},
+		{tpWeftStatWEFT_STAT_LOST_STASH, &s.LostStash},
+		{tpWeftStatWEFT_STAT_LOST_READ, &s.LostRead},
+		{tpWeftStatWEFT_STAT_SOCK_TABLE_FULL, &s.SockTableFull},
+	} {
+		if *f.dst, err = sum(f.idx); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}

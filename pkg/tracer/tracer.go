@@ -1,0 +1,197 @@
+// Package tracer loads weft's BPF programs, attaches them on the path the
+// kernel supports and reads their events. It is the only package that talks
+// to the kernel's BPF subsystem for tracing.
+package tracer
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
+
+	"github.com/weftdev/weft/pkg/event"
+	"github.com/weftdev/weft/pkg/kernel"
+)
+
+// MaxCapture is the largest payload prefix an event can carry.
+const MaxCapture = 4096
+
+// Options configures the programs before they are loaded.
+type Options struct {
+	Path         kernel.Path
+	CaptureBytes int    // payload prefix per event, 1..MaxCapture
+	SelfPID      uint32 // never traced
+	TraceAll     bool   // every process except SelfPID and ignored pids
+	NotifyExec   bool   // report execve so user space can select by name
+}
+
+// Tracer is a loaded and attached set of programs.
+type Tracer struct {
+	path   kernel.Path
+	coll   *ebpf.Collection
+	links  []link.Link
+	reader *ringbuf.Reader
+	rec    ringbuf.Record
+	log    *slog.Logger
+}
+
+// Spec returns the collection spec of a path, with nothing loaded.
+func Spec(p kernel.Path) (*ebpf.CollectionSpec, error) {
+	switch p {
+	case kernel.PathKprobe:
+		return loadKprobe()
+	case kernel.PathTracepoint:
+		return loadTp()
+	}
+	return nil, fmt.Errorf("unknown attach path %q", p)
+}
+
+// Load loads the programs into the kernel without attaching them.
+func Load(opts Options) (*ebpf.Collection, error) {
+	if opts.CaptureBytes < 1 || opts.CaptureBytes > MaxCapture {
+		return nil, fmt.Errorf("capture bytes %d out of range 1..%d", opts.CaptureBytes, MaxCapture)
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("remove memlock limit: %w", err)
+	}
+	spec, err := Spec(opts.Path)
+	if err != nil {
+		return nil, fmt.Errorf("load %s spec: %w", opts.Path, err)
+	}
+	vars := map[string]any{
+		"capture_max": uint32(opts.CaptureBytes),
+		"self_pid":    opts.SelfPID,
+		"trace_all":   boolByte(opts.TraceAll),
+		"notify_exec": boolByte(opts.NotifyExec),
+	}
+	for name, v := range vars {
+		vs, ok := spec.Variables[name]
+		if !ok {
+			return nil, fmt.Errorf("variable %s missing from %s objects", name, opts.Path)
+		}
+		if err := vs.Set(v); err != nil {
+			return nil, fmt.Errorf("set %s: %w", name, err)
+		}
+	}
+	coll, err := ebpf.NewCollection(spec)
+	if err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("load %s programs: %+v", opts.Path, ve)
+		}
+		return nil, fmt.Errorf("load %s programs: %w", opts.Path, err)
+	}
+	return coll, nil
+}
+
+// Open loads and attaches the programs and opens the event stream.
+func Open(opts Options) (*Tracer, error) {
+	if opts.Path == kernel.PathTracepoint {
+		if _, err := kernel.EnsureTracefs(); err != nil {
+			return nil, err
+		}
+	}
+	coll, err := Load(opts)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tracer{path: opts.Path, coll: coll, log: slog.With("component", "tracer")}
+	spec, _ := Spec(opts.Path)
+	for name, prog := range coll.Programs {
+		l, err := attach(spec.Programs[name].SectionName, prog)
+		if err != nil {
+			t.Close()
+			return nil, fmt.Errorf("attach %s: %w", name, err)
+		}
+		t.links = append(t.links, l)
+	}
+	t.reader, err = ringbuf.NewReader(coll.Maps["events"])
+	if err != nil {
+		t.Close()
+		return nil, fmt.Errorf("open ring buffer: %w", err)
+	}
+	t.log.Info("attached", "path", opts.Path, "programs", len(t.links), "capture_bytes", opts.CaptureBytes)
+	return t, nil
+}
+
+// Path is the attach path in use.
+func (t *Tracer) Path() kernel.Path { return t.path }
+
+// Read blocks for the next event. The payload aliases an internal buffer
+// and is valid only until the next call. It returns os.ErrClosed after
+// Close.
+func (t *Tracer) Read(ev *event.Event) error {
+	for {
+		if err := t.reader.ReadInto(&t.rec); err != nil {
+			if errors.Is(err, ringbuf.ErrClosed) {
+				return os.ErrClosed
+			}
+			return fmt.Errorf("read ring buffer: %w", err)
+		}
+		if err := Decode(t.rec.RawSample, ev); err != nil {
+			t.log.Warn("undecodable event", "err", err)
+			continue
+		}
+		return nil
+	}
+}
+
+// SetPID marks a process as traced, or as never traced.
+func (t *Tracer) SetPID(pid uint32, traced bool) error {
+	v := uint32(pidTraced)
+	if !traced {
+		v = pidIgnored
+	}
+	if err := t.coll.Maps["pid_filter"].Put(pid, v); err != nil {
+		return fmt.Errorf("update pid filter for %d: %w", pid, err)
+	}
+	return nil
+}
+
+// ForgetPID removes a process from the filter.
+func (t *Tracer) ForgetPID(pid uint32) error {
+	err := t.coll.Maps["pid_filter"].Delete(pid)
+	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("delete %d from pid filter: %w", pid, err)
+	}
+	return nil
+}
+
+// Programs exposes the loaded programs, for kernel run-time statistics.
+func (t *Tracer) Programs() map[string]*ebpf.Program { return t.coll.Programs }
+
+// Close detaches everything. Links are not pinned, so the kernel also
+// detaches them when the process dies, however it dies.
+func (t *Tracer) Close() error {
+	var errs []error
+	if t.reader != nil {
+		errs = append(errs, t.reader.Close())
+	}
+	for _, l := range t.links {
+		errs = append(errs, l.Close())
+	}
+	t.coll.Close()
+	return errors.Join(errs...)
+}
+
+const (
+	pidTraced  = 1
+	pidIgnored = 2
+)
+
+func boolByte(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// SetDeadline makes a blocked Read return os.ErrDeadlineExceeded at t, so
+// the reading goroutine can do periodic work between events.
+func (t *Tracer) SetDeadline(d time.Time) { t.reader.SetDeadline(d) }
