@@ -1,0 +1,147 @@
+// Package agent wires weft together: kernel events in, spans out.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/weftdev/weft/pkg/config"
+	"github.com/weftdev/weft/pkg/correlate"
+	"github.com/weftdev/weft/pkg/export"
+	"github.com/weftdev/weft/pkg/kernel"
+	"github.com/weftdev/weft/pkg/metrics"
+	"github.com/weftdev/weft/pkg/procinfo"
+	"github.com/weftdev/weft/pkg/selector"
+	"github.com/weftdev/weft/pkg/tracer"
+)
+
+// tick is how often the event loop does housekeeping between events.
+const tick = time.Second
+
+// Run traces until ctx is cancelled, then flushes what it can and returns.
+func Run(ctx context.Context, cfg config.Config, version string) error {
+	log := slog.With("component", "agent")
+	features := kernel.Probe()
+	path, err := features.ChoosePath(cfg.Probes)
+	if err != nil {
+		return fmt.Errorf("choose attach path: %w", err)
+	}
+	self := os.Getpid()
+	sel, err := selector.New(cfg.Select, "/proc", self, nil)
+	if err != nil {
+		return err
+	}
+	tr, err := tracer.Open(tracer.Options{
+		Path:         path,
+		CaptureBytes: cfg.CaptureBytes,
+		SelfPID:      uint32(self),
+		TraceAll:     cfg.Select.All(),
+		NotifyExec:   sel.NeedsExecEvents(),
+	})
+	if err != nil {
+		return err
+	}
+	defer tr.Close()
+	sel.SetFilter(tr)
+	if err := sel.Sync(); err != nil {
+		return fmt.Errorf("select processes: %w", err)
+	}
+
+	resolver, err := procinfo.NewResolver(procinfo.Config{Version: version})
+	if err != nil {
+		return fmt.Errorf("process resolver: %w", err)
+	}
+	exp, err := newExporter(ctx, cfg, resolver, version)
+	if err != nil {
+		return err
+	}
+	clock := correlate.NewClock()
+	corr := correlate.New(correlate.Options{
+		RequestTimeout: cfg.RequestTimeout,
+		KeepQuery:      cfg.KeepQuery,
+		Clock:          clock,
+	}, exp.Export)
+
+	var reg metrics.Registry
+	loop := &loop{tr: tr, corr: corr, sel: sel, resolver: resolver, clock: clock, seen: map[uint32]bool{}}
+	reg.Add(loop.snapshot)
+	reg.Add(corr.Stats().Snapshot)
+	reg.Add(func() map[string]uint64 { return exporterSnapshot(exp.Stats()) })
+	if cfg.MetricsAddr != "" {
+		srv, addr, err := reg.Serve(cfg.MetricsAddr)
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		log.Info("serving self-metrics", "addr", addr.String())
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- loop.run(ctx, sel.NeedsRescan()) }()
+	log.Info("weft running", "path", path, "select_all", cfg.Select.All(), "otlp", cfg.OTLP.Endpoint)
+
+	var statsC <-chan time.Time
+	if cfg.StatsInterval > 0 {
+		t := time.NewTicker(cfg.StatsInterval)
+		defer t.Stop()
+		statsC = t.C
+	}
+	var runErr error
+wait:
+	for {
+		select {
+		case <-statsC:
+			reg.Log(log)
+		case <-ctx.Done():
+			break wait
+		case runErr = <-done:
+			break wait
+		}
+	}
+	// Closing the tracer unblocks the loop; then flush the exporter.
+	tr.Close()
+	if runErr == nil {
+		runErr = <-done
+	}
+	flushCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := exp.Shutdown(flushCtx); err != nil {
+		log.Warn("exporter shutdown", "err", err)
+	}
+	reg.Log(log)
+	if errors.Is(runErr, os.ErrClosed) {
+		return nil
+	}
+	return runErr
+}
+
+func newExporter(ctx context.Context, cfg config.Config, r *procinfo.Resolver, version string) (export.Exporter, error) {
+	if cfg.OTLP.Endpoint == "" {
+		return export.NewConsole(os.Stdout, r), nil
+	}
+	exp, err := export.NewOTLP(ctx, export.OTLPConfig{
+		Endpoint: cfg.OTLP.Endpoint,
+		Headers:  cfg.OTLP.Headers,
+		Insecure: cfg.OTLP.Insecure,
+		Timeout:  cfg.OTLP.Timeout,
+		Version:  version,
+	}, r)
+	if err != nil {
+		return nil, fmt.Errorf("otlp exporter: %w", err)
+	}
+	return exp, nil
+}
+
+func exporterSnapshot(s export.Stats) map[string]uint64 {
+	return map[string]uint64{
+		"spans_received": s.Received,
+		"spans_exported": s.Exported,
+		"spans_dropped":  s.Dropped,
+		"spans_failed":   s.Failed,
+		"export_queue":   uint64(s.QueueLen),
+	}
+}

@@ -1,0 +1,95 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/weftdev/weft/pkg/correlate"
+	"github.com/weftdev/weft/pkg/event"
+	"github.com/weftdev/weft/pkg/procinfo"
+	"github.com/weftdev/weft/pkg/selector"
+	"github.com/weftdev/weft/pkg/tracer"
+)
+
+// loop is the single goroutine that owns the correlator: events and
+// housekeeping alternate on it, so nothing needs a lock.
+type loop struct {
+	tr       *tracer.Tracer
+	corr     *correlate.Correlator
+	sel      *selector.Selector
+	resolver *procinfo.Resolver
+	clock    *correlate.Clock
+	// seen holds the pids whose identity was read while they ran: a
+	// short-lived client is often gone by the time its span is exported.
+	seen       map[uint32]bool
+	eventsRead atomic.Uint64
+	kstats     atomic.Pointer[tracer.Stats]
+}
+
+func (l *loop) run(ctx context.Context, rescan bool) error {
+	var ev event.Event
+	next := time.Now().Add(tick)
+	lastRescan := time.Now()
+	for {
+		l.tr.SetDeadline(next)
+		err := l.tr.Read(&ev)
+		switch {
+		case err == nil:
+			l.eventsRead.Add(1)
+			l.handle(&ev)
+			if time.Now().Before(next) {
+				continue
+			}
+		case errors.Is(err, os.ErrDeadlineExceeded):
+		default:
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		next = time.Now().Add(tick)
+		l.clock.Refresh()
+		l.corr.Expire(correlate.Monotonic())
+		if s, err := l.tr.Stats(); err == nil {
+			l.kstats.Store(&s)
+		}
+		if rescan && time.Since(lastRescan) >= 2*time.Second {
+			_ = l.sel.Sync()
+			lastRescan = time.Now()
+		}
+	}
+}
+
+func (l *loop) handle(ev *event.Event) {
+	switch ev.Kind {
+	case event.KindData:
+		if !l.seen[ev.PID] {
+			l.seen[ev.PID] = true
+			l.resolver.Resolve(ev.PID)
+		}
+	case event.KindExec:
+		delete(l.seen, ev.PID)
+		l.sel.OnExec(int(ev.PID))
+		return
+	case event.KindExit:
+		delete(l.seen, ev.PID)
+		l.sel.OnExit(int(ev.PID))
+	}
+	l.corr.Handle(ev)
+}
+
+func (l *loop) snapshot() map[string]uint64 {
+	out := map[string]uint64{"events_read": l.eventsRead.Load()}
+	if s := l.kstats.Load(); s != nil {
+		out["kernel_events"] = s.Events
+		out["events_lost"] = s.Lost()
+		out["events_lost_ringbuf"] = s.LostRingbuf
+		out["events_lost_inflight_full"] = s.LostStash
+		out["payload_unreadable"] = s.LostRead
+		out["socket_table_full"] = s.SockTableFull
+	}
+	return out
+}

@@ -1,0 +1,100 @@
+// Package config holds weft's settings and resolves them in one order:
+// defaults, then the YAML file, then environment variables, then flags.
+// docs/configuration.md lists every setting; keep the two in step.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// Config is everything `weft run` can be told.
+type Config struct {
+	// Probes is the attach path: auto, kprobe or tracepoint.
+	Probes string `yaml:"probes"`
+	// CaptureBytes is how many leading bytes of each send/recv reach user
+	// space (256..4096).
+	CaptureBytes int `yaml:"capture_bytes"`
+
+	Select Select `yaml:"select"`
+	OTLP   OTLP   `yaml:"otlp"`
+
+	// RequestTimeout ends requests that never got an answer; their spans
+	// are exported with error.type "timeout".
+	RequestTimeout time.Duration `yaml:"request_timeout"`
+	// KeepQuery exports url.query; off by default since query strings
+	// often carry secrets.
+	KeepQuery bool `yaml:"keep_query"`
+
+	// MetricsAddr serves self-metrics (Prometheus text) when set, e.g.
+	// 127.0.0.1:9464.
+	MetricsAddr string `yaml:"metrics_addr"`
+	// StatsInterval is how often self-metrics are logged; 0 disables.
+	StatsInterval time.Duration `yaml:"stats_interval"`
+	LogLevel      string        `yaml:"log_level"`
+}
+
+// Select says which processes are traced. Criteria add up; none at all
+// means every process on the host except weft itself.
+type Select struct {
+	PIDs  []int  `yaml:"pids"`
+	Ports []int  `yaml:"ports"` // processes listening on these TCP ports
+	Exe   string `yaml:"exe"`   // regexp on the executable path or command line
+}
+
+// All reports whether no criterion narrows the selection.
+func (s Select) All() bool { return len(s.PIDs) == 0 && len(s.Ports) == 0 && s.Exe == "" }
+
+// OTLP is the trace export target. An empty endpoint prints spans to the
+// terminal instead.
+type OTLP struct {
+	Endpoint string            `yaml:"endpoint"`
+	Headers  map[string]string `yaml:"headers"`
+	Insecure bool              `yaml:"insecure"`
+	Timeout  time.Duration     `yaml:"timeout"`
+}
+
+// Default returns the settings used when nothing else is said.
+func Default() Config {
+	return Config{
+		Probes:         "auto",
+		CaptureBytes:   512,
+		RequestTimeout: 2 * time.Minute,
+		StatsInterval:  time.Minute,
+		LogLevel:       "info",
+		OTLP:           OTLP{Timeout: 10 * time.Second},
+	}
+}
+
+// Validate reports the first setting that cannot work.
+func (c *Config) Validate() error {
+	switch c.Probes {
+	case "auto", "kprobe", "tracepoint":
+	default:
+		return fmt.Errorf("probes %q: want auto, kprobe or tracepoint", c.Probes)
+	}
+	if c.CaptureBytes < 64 || c.CaptureBytes > 4096 {
+		return fmt.Errorf("capture_bytes %d: want 64..4096", c.CaptureBytes)
+	}
+	if c.Select.Exe != "" {
+		if _, err := regexp.Compile(c.Select.Exe); err != nil {
+			return fmt.Errorf("select.exe: %w", err)
+		}
+	}
+	for _, p := range c.Select.Ports {
+		if p < 1 || p > 65535 {
+			return fmt.Errorf("select.ports: %d out of range", p)
+		}
+	}
+	if c.RequestTimeout <= 0 {
+		return errors.New("request_timeout must be positive")
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("log_level %q: want debug, info, warn or error", c.LogLevel)
+	}
+	return nil
+}

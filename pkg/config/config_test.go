@@ -1,0 +1,74 @@
+package config
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "weft.yaml")
+	yml := "probes: tracepoint\ncapture_bytes: 1024\nselect:\n  ports: [8080]\notlp:\n  endpoint: file:4317\nlog_level: warn\n"
+	if err := os.WriteFile(path, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "env:4317",
+		"OTEL_EXPORTER_OTLP_HEADERS":  "api-key=a%20b,x=y",
+		"WEFT_CAPTURE_BYTES":          "2048",
+	}
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fl := RegisterFlags(fs)
+	if err := fs.Parse([]string{"--capture-bytes=300", "--exe=python"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path, func(k string) string { return env[k] }, fs, fl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Probes != "tracepoint" { // file over default
+		t.Errorf("probes = %q", c.Probes)
+	}
+	if c.OTLP.Endpoint != "env:4317" { // env over file
+		t.Errorf("endpoint = %q", c.OTLP.Endpoint)
+	}
+	if c.CaptureBytes != 300 { // flag over env over file
+		t.Errorf("capture = %d", c.CaptureBytes)
+	}
+	if c.Select.Exe != "python" || len(c.Select.Ports) != 1 || c.Select.Ports[0] != 8080 {
+		t.Errorf("select = %+v", c.Select)
+	}
+	if c.OTLP.Headers["api-key"] != "a b" || c.OTLP.Headers["x"] != "y" {
+		t.Errorf("headers = %v", c.OTLP.Headers)
+	}
+	if c.LogLevel != "warn" || c.RequestTimeout != 2*time.Minute {
+		t.Errorf("log level %q, timeout %v", c.LogLevel, c.RequestTimeout)
+	}
+}
+
+func TestValidateRejects(t *testing.T) {
+	for name, mut := range map[string]func(*Config){
+		"probes":  func(c *Config) { c.Probes = "fentry" },
+		"capture": func(c *Config) { c.CaptureBytes = 8192 },
+		"exe":     func(c *Config) { c.Select.Exe = "(" },
+		"port":    func(c *Config) { c.Select.Ports = []int{70000} },
+		"level":   func(c *Config) { c.LogLevel = "loud" },
+	} {
+		c := Default()
+		mut(&c)
+		if err := c.Validate(); err == nil {
+			t.Errorf("%s: invalid config accepted", name)
+		}
+	}
+}
+
+func TestUnknownYAMLFieldIsAnError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w.yaml")
+	os.WriteFile(path, []byte("probs: kprobe\n"), 0o600)
+	if _, err := Load(path, func(string) string { return "" }, nil, nil); err == nil {
+		t.Fatal("misspelt key accepted")
+	}
+}

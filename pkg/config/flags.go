@@ -1,0 +1,88 @@
+package config
+
+import (
+	"flag"
+	"fmt"
+	"time"
+)
+
+// Flags are the command-line settings of `weft run`. Only flags the user
+// set override what the file and environment said.
+type Flags struct {
+	ConfigPath   string
+	probes       string
+	captureBytes int
+	pids         string
+	ports        string
+	exe          string
+	endpoint     string
+	headers      string
+	insecure     bool
+	reqTimeout   time.Duration
+	keepQuery    bool
+	metricsAddr  string
+	statsEvery   time.Duration
+	logLevel     string
+}
+
+// RegisterFlags declares the flags on fs.
+func RegisterFlags(fs *flag.FlagSet) *Flags {
+	f := &Flags{}
+	d := Default()
+	fs.StringVar(&f.ConfigPath, "config", "", "YAML configuration file")
+	fs.StringVar(&f.probes, "probes", d.Probes, "attach path: auto, kprobe or tracepoint")
+	fs.IntVar(&f.captureBytes, "capture-bytes", d.CaptureBytes, "leading payload bytes captured per send/recv (64..4096)")
+	fs.StringVar(&f.pids, "pid", "", "trace these process ids (comma-separated) and their children")
+	fs.StringVar(&f.ports, "port", "", "trace processes listening on these TCP ports (comma-separated)")
+	fs.StringVar(&f.exe, "exe", "", "trace processes whose executable path or command line matches this regexp")
+	fs.StringVar(&f.endpoint, "otlp-endpoint", "", "OTLP/gRPC endpoint (default: print spans to the terminal)")
+	fs.StringVar(&f.headers, "otlp-headers", "", "OTLP headers, k=v,k2=v2")
+	fs.BoolVar(&f.insecure, "otlp-insecure", false, "OTLP without TLS")
+	fs.DurationVar(&f.reqTimeout, "request-timeout", d.RequestTimeout, "end requests that got no answer after this long")
+	fs.BoolVar(&f.keepQuery, "keep-query", false, "export url.query")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve self-metrics on this address, e.g. 127.0.0.1:9464")
+	fs.DurationVar(&f.statsEvery, "stats-interval", d.StatsInterval, "log self-metrics this often (0: never)")
+	fs.StringVar(&f.logLevel, "log-level", d.LogLevel, "debug, info, warn or error")
+	return f
+}
+
+func (f *Flags) apply(c *Config, fs *flag.FlagSet) error {
+	var err error
+	fs.Visit(func(fl *flag.Flag) {
+		if err != nil {
+			return
+		}
+		switch fl.Name {
+		case "probes":
+			c.Probes = f.probes
+		case "capture-bytes":
+			c.CaptureBytes = f.captureBytes
+		case "pid":
+			c.Select.PIDs, err = parseInts(f.pids)
+		case "port":
+			c.Select.Ports, err = parseInts(f.ports)
+		case "exe":
+			c.Select.Exe = f.exe
+		case "otlp-endpoint":
+			c.OTLP.Endpoint = f.endpoint
+		case "otlp-headers":
+			c.OTLP.Headers, err = ParseHeaders(f.headers)
+		case "otlp-insecure":
+			c.OTLP.Insecure = f.insecure
+		case "request-timeout":
+			c.RequestTimeout = f.reqTimeout
+		case "keep-query":
+			c.KeepQuery = f.keepQuery
+		case "metrics-addr":
+			c.MetricsAddr = f.metricsAddr
+		case "stats-interval":
+			c.StatsInterval = f.statsEvery
+		case "log-level":
+			c.LogLevel = f.logLevel
+		}
+		if err != nil {
+			err = fmt.Errorf("-%s: %w", fl.Name, err)
+		}
+	})
+	return err
+}
