@@ -1,0 +1,275 @@
+// Package e2e drives real traffic through weft's kernel hooks: it builds
+// the weft binary and the test servers, runs them, and checks the spans
+// an in-test OTLP receiver gets.
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weftdev/weft/pkg/export/otlptest"
+	"github.com/weftdev/weft/pkg/testenv"
+)
+
+var bins struct {
+	once  sync.Once
+	dir   string
+	weft  string
+	websr string
+	err   error
+}
+
+// build compiles weft and the test server once per test binary, or takes
+// them from WEFT_E2E_BIN_DIR (inside a QEMU guest there is no Go toolchain).
+func build(t *testing.T) {
+	t.Helper()
+	bins.once.Do(func() {
+		if dir := os.Getenv("WEFT_E2E_BIN_DIR"); dir != "" {
+			bins.weft = filepath.Join(dir, "weft")
+			bins.websr = filepath.Join(dir, "websrv")
+			return
+		}
+		bins.dir, bins.err = os.MkdirTemp("", "weft-e2e-")
+		if bins.err != nil {
+			return
+		}
+		root := repoRoot()
+		bins.weft = filepath.Join(bins.dir, "weft")
+		bins.websr = filepath.Join(bins.dir, "websrv")
+		for out, pkg := range map[string]string{bins.weft: "./cmd/weft", bins.websr: "./test/e2e/testdata/websrv"} {
+			cmd := exec.Command("go", "build", "-o", out, pkg)
+			cmd.Dir = root
+			if b, err := cmd.CombinedOutput(); err != nil {
+				bins.err = fmt.Errorf("build %s: %v\n%s", pkg, err, b)
+				return
+			}
+		}
+	})
+	if bins.err != nil {
+		t.Fatal(bins.err)
+	}
+}
+
+func repoRoot() string {
+	wd, _ := os.Getwd()
+	return filepath.Clean(filepath.Join(wd, "..", ".."))
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if bins.dir != "" {
+		os.RemoveAll(bins.dir)
+	}
+	os.Exit(code)
+}
+
+// setup gates a test on privileges and builds the binaries.
+func setup(t *testing.T) {
+	t.Helper()
+	testenv.RequirePrivileged(t)
+	build(t)
+}
+
+// proc is a child process whose output is kept for failure messages.
+type proc struct {
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	out  strings.Builder
+	done chan struct{}
+}
+
+func (p *proc) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.Write(b)
+}
+
+func (p *proc) Output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+// Pid of the process.
+func (p *proc) Pid() int { return p.cmd.Process.Pid }
+
+// Alive reports whether the process has not exited.
+func (p *proc) Alive() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func start(t *testing.T, name string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(name, args...), done: make(chan struct{})}
+	p.cmd.Stdout = p
+	p.cmd.Stderr = p
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() { p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() { p.stop() })
+	return p
+}
+
+func (p *proc) stop() {
+	if p.Alive() {
+		p.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-p.done:
+		case <-time.After(15 * time.Second):
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+	}
+}
+
+// startServer runs websrv and returns it with its address.
+func startServer(t *testing.T, args ...string) (*proc, string) {
+	t.Helper()
+	p := &proc{cmd: exec.Command(bins.websr, args...), done: make(chan struct{})}
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stderr = p
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() { p.cmd.Process.Kill(); <-p.done })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("websrv %v: no address: %v %s", args, err, p.Output())
+	}
+	go io.Copy(io.Discard, stdout)
+	return p, strings.TrimSpace(line)
+}
+
+// weft is a running weft with its self-metrics endpoint.
+type weft struct {
+	*proc
+	metrics string
+}
+
+// startWeft runs weft exporting to rcv and waits until it is attached.
+func startWeft(t *testing.T, rcv *otlptest.Receiver, args ...string) *weft {
+	t.Helper()
+	port := freePort(t)
+	probes := os.Getenv("WEFT_E2E_PROBES") // the QEMU tests force kprobe
+	if probes == "" {
+		probes = "auto"
+	}
+	base := []string{"run", "--probes=" + probes, "--otlp-insecure", "--metrics-addr=127.0.0.1:" + strconv.Itoa(port),
+		"--stats-interval=0", "--log-level=debug"}
+	if rcv != nil {
+		base = append(base, "--otlp-endpoint="+rcv.Endpoint())
+	}
+	w := &weft{proc: start(t, bins.weft, append(base, args...)...), metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port)}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if !w.Alive() {
+			t.Fatalf("weft exited:\n%s", w.Output())
+		}
+		if _, err := w.Metrics(); err == nil {
+			for _, line := range strings.Split(w.Output(), "\n") {
+				if strings.Contains(line, "msg=attached") {
+					t.Logf("weft: %s", line)
+				}
+			}
+			return w
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("weft not ready after 30s:\n%s", w.Output())
+	return nil
+}
+
+// Metrics reads weft's self-metrics.
+func (w *weft) Metrics() (map[string]uint64, error) {
+	resp, err := http.Get(w.metrics)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := map[string]uint64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		name, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseUint(val, 10, 64)
+		if err == nil {
+			out[strings.TrimPrefix(name, "weft_")] = n
+		}
+	}
+	return out, sc.Err()
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// userAgent identifies the Go client requests of the tests.
+const userAgent = "weft-e2e/1"
+
+// get makes one request with a fresh connection and returns the body. It is
+// used where a test must also run inside a QEMU guest, which has no curl.
+func get(t *testing.T, url string) string {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("User-Agent", userAgent)
+	req.Close = true
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	return string(b)
+}
+
+// curl runs curl and returns its stdout.
+func curl(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "curl", append([]string{"-sS"}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("curl %v: %v", args, err)
+	}
+	return string(out)
+}
+
+func dialTCP(port int) (net.Conn, error) {
+	return net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+}

@@ -1,0 +1,142 @@
+// Command websrv is the traced application of weft's end-to-end tests.
+//
+//	-mode=nethttp  a net/http server: /hello, /sleep?ms=N, /status/N, /big?bytes=N
+//	-mode=thread   a thread-per-connection server whose /call handler calls
+//	               -downstream over a raw socket on the same OS thread, the
+//	               way a thread-per-request server does
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:0", "listen address")
+	mode := flag.String("mode", "nethttp", "nethttp or thread")
+	downstream := flag.String("downstream", "", "host:port that /call calls (thread mode)")
+	flag.Parse()
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// The test reads the port from the first line.
+	fmt.Println(ln.Addr().String())
+	os.Stdout.Sync()
+	switch *mode {
+	case "nethttp":
+		log.Fatal(http.Serve(ln, handlers()))
+	case "thread":
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				log.Fatal(err)
+			}
+			go serveThread(c, *downstream)
+		}
+	default:
+		log.Fatalf("unknown mode %q", *mode)
+	}
+}
+
+func handlers() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/hello", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "hello\n")
+	})
+	mux.HandleFunc("/sleep", func(w http.ResponseWriter, r *http.Request) {
+		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+		io.WriteString(w, "slept\n")
+	})
+	mux.HandleFunc("/status/{code}", func(w http.ResponseWriter, r *http.Request) {
+		code, err := strconv.Atoi(r.PathValue("code"))
+		if err != nil || code < 200 || code > 599 {
+			code = 400
+		}
+		w.WriteHeader(code)
+	})
+	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("bytes"))
+		w.Header().Set("Content-Length", strconv.Itoa(n))
+		buf := make([]byte, 32<<10)
+		for n > 0 {
+			k := min(n, len(buf))
+			if _, err := w.Write(buf[:k]); err != nil {
+				return
+			}
+			n -= k
+		}
+	})
+	mux.HandleFunc("/upload", func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		fmt.Fprintf(w, "%d\n", n)
+	})
+	return mux
+}
+
+// serveThread keeps the connection's goroutine on one OS thread, so every
+// read and write of a request, including the downstream call, carries the
+// same thread id.
+func serveThread(c net.Conn, downstream string) {
+	runtime.LockOSThread()
+	defer c.Close()
+	br := bufio.NewReader(c)
+	for {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		io.Copy(io.Discard, req.Body)
+		status, body := 200, "ok\n"
+		if req.URL.Path == "/call" && downstream != "" {
+			code, err := call(downstream, "/hello")
+			if err != nil {
+				status, body = 502, err.Error()+"\n"
+			} else {
+				body = fmt.Sprintf("downstream said %d\n", code)
+			}
+		}
+		resp := fmt.Sprintf("HTTP/1.1 %d %s\r\nContent-Length: %d\r\nContent-Type: text/plain\r\n\r\n%s",
+			status, http.StatusText(status), len(body), body)
+		if _, err := io.WriteString(c, resp); err != nil {
+			return
+		}
+		if req.Close {
+			return
+		}
+	}
+}
+
+// call makes one HTTP/1.1 request over a fresh connection from the
+// calling goroutine (net/http's client would write from another one).
+func call(addr, path string) (int, error) {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	host := strings.Split(addr, ":")[0]
+	if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: websrv\r\nConnection: close\r\n\r\n", path, host); err != nil {
+		return 0, err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return 0, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
