@@ -25,6 +25,9 @@ func doctor(w io.Writer, root bool) error {
 		if _, err := kernel.EnsureTracefs(); err != nil {
 			fmt.Fprintf(w, "warning: %v\n", err)
 		}
+		if _, err := kernel.EnsureSecurityfs(); err != nil {
+			fmt.Fprintf(w, "warning: %v\n", err)
+		}
 	}
 	f := kernel.Probe()
 	yes := func(b bool) string {

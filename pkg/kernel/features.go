@@ -48,10 +48,14 @@ func Probe() Features {
 
 // lockdown returns the active mode from "none [integrity] confidentiality".
 func lockdown() string {
-	b, err := os.ReadFile("/sys/kernel/security/lockdown")
+	dir, err := FindMount("securityfs")
+	if err != nil {
+		return "unknown (securityfs not mounted)"
+	}
+	b, err := os.ReadFile(dir + "/lockdown")
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return "none"
+			return "none" // the lockdown LSM is not built in
 		}
 		return "unknown"
 	}

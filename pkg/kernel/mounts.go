@@ -90,13 +90,18 @@ func FindMount(fstype string) (string, error) {
 // EnsureTracefs returns where tracefs is mounted, mounting it at
 // /sys/kernel/tracing when it is not: tracepoint attachment reads event
 // ids from it.
-func EnsureTracefs() (string, error) {
-	if p, err := FindMount("tracefs"); err == nil {
+func EnsureTracefs() (string, error) { return ensureMount("tracefs", "/sys/kernel/tracing") }
+
+// EnsureSecurityfs returns where securityfs is mounted, mounting it when
+// it is not: the lockdown mode is read from it.
+func EnsureSecurityfs() (string, error) { return ensureMount("securityfs", "/sys/kernel/security") }
+
+func ensureMount(fstype, target string) (string, error) {
+	if p, err := FindMount(fstype); err == nil {
 		return p, nil
 	}
-	const target = "/sys/kernel/tracing"
-	if err := unix.Mount("tracefs", target, "tracefs", 0, ""); err != nil && !errors.Is(err, unix.EBUSY) {
-		return "", fmt.Errorf("mount tracefs at %s: %w", target, err)
+	if err := unix.Mount(fstype, target, fstype, 0, ""); err != nil && !errors.Is(err, unix.EBUSY) {
+		return "", fmt.Errorf("mount %s at %s: %w", fstype, target, err)
 	}
 	return target, nil
 }
