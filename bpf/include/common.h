@@ -27,7 +27,7 @@ const enum weft_stat *unused_stat __attribute__((unused));
 volatile const __u32 capture_max = 256;
 volatile const __u32 self_pid = 0;   /* weft never traces itself */
 volatile const __u8 trace_all = 0;   /* every process but weft */
-volatile const __u8 notify_exec = 0; /* user space selects by exe name */
+volatile const __u8 notify_exec = 0; /* report every exec: user space selects by exe name */
 
 enum pid_filter_value {
 	PID_TRACED = 1,
@@ -84,6 +84,18 @@ struct user_buf {
 	__u32 iovcnt; /* 0: ptr is a plain buffer; else number of iovecs */
 	__u32 _pad;
 };
+
+/* User space drains the ring buffer on a short timer, so producers do not
+ * wake it for every event (a wakeup per event costs more than the event);
+ * only a filling buffer forces a wakeup, before it can overflow. */
+#define WAKEUP_BYTES (1 << 20)
+
+static __always_inline __u64 wakeup_flags(void)
+{
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= WAKEUP_BYTES)
+		return BPF_RB_FORCE_WAKEUP;
+	return BPF_RB_NO_WAKEUP;
+}
 
 static __always_inline void count(__u32 stat)
 {
@@ -201,7 +213,7 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 		count(WEFT_STAT_LOST_READ);
 	BOUND(n, 0x1fff);
 	h->captured = n;
-	if (bpf_ringbuf_output(&events, e, sizeof(*h) + n, 0) < 0) {
+	if (bpf_ringbuf_output(&events, e, sizeof(*h) + n, wakeup_flags()) < 0) {
 		count(WEFT_STAT_LOST_RINGBUF);
 		return;
 	}
@@ -227,7 +239,7 @@ static __always_inline void emit_small(__u8 kind, __u64 sock_id, __u32 pid, __u3
 	h->tid = tid;
 	h->key = tid;
 	h->kind = kind;
-	bpf_ringbuf_submit(h, 0);
+	bpf_ringbuf_submit(h, wakeup_flags());
 	count(WEFT_STAT_EVENTS);
 }
 
@@ -248,14 +260,16 @@ int BPF_PROG(weft_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
+/* Reported for every process when user space selects by executable, and
+ * for traced processes always: their identity (service name) changes. */
 SEC("tracepoint/sched/sched_process_exec")
 int weft_exec(void *ctx)
 {
-	if (!notify_exec)
-		return 0;
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
 	if (tgid == self_pid)
+		return 0;
+	if (!notify_exec && !pid_traced(tgid))
 		return 0;
 	emit_small(WEFT_EV_EXEC, 0, tgid, (__u32)pid_tgid);
 	return 0;

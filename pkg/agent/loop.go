@@ -29,12 +29,17 @@ type loop struct {
 	kstats     atomic.Pointer[tracer.Stats]
 }
 
+// drainEvery is how often the ring buffer is drained: the kernel side
+// does not wake the reader per event (see WAKEUP_BYTES in bpf/), so this
+// bounds how late an event is read when the buffer is not filling up.
+const drainEvery = 20 * time.Millisecond
+
 func (l *loop) run(ctx context.Context, rescan bool) error {
 	var ev event.Event
 	next := time.Now().Add(tick)
 	lastRescan := time.Now()
 	for {
-		l.tr.SetDeadline(next)
+		l.tr.SetDeadline(time.Now().Add(drainEvery))
 		err := l.tr.Read(&ev)
 		switch {
 		case err == nil:
@@ -72,6 +77,7 @@ func (l *loop) handle(ev *event.Event) {
 		}
 	case event.KindExec:
 		delete(l.seen, ev.PID)
+		l.resolver.Invalidate(ev.PID)
 		l.sel.OnExec(int(ev.PID))
 		return
 	case event.KindExit:

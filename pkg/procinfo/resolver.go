@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -30,6 +31,11 @@ type Config struct {
 	MissingTTL time.Duration
 	// Version is reported as telemetry.distro.version when set.
 	Version string
+	// Revalidate is how long a cached identity is trusted before /proc is
+	// read again to catch pid reuse; default 5s. Resolve runs for every
+	// span, so it must not cost syscalls each time; Invalidate forces the
+	// check (weft calls it when a process execs).
+	Revalidate time.Duration
 }
 
 const (
@@ -37,6 +43,7 @@ const (
 	defaultMachineIDPath = "/etc/machine-id"
 	defaultCacheSize     = 4096
 	defaultMissingTTL    = 10 * time.Second
+	defaultRevalidate    = 5 * time.Second
 )
 
 // Resolver maps pids to resources. It is safe for concurrent use.
@@ -46,6 +53,7 @@ type Resolver struct {
 	host       hostInfo
 	owners     *ownerNames
 	missingTTL time.Duration
+	revalidate time.Duration
 	now        func() time.Time
 	log        *slog.Logger
 }
@@ -58,6 +66,9 @@ type entry struct {
 	// expires is set only for processes that could not be found, so a
 	// transient failure is not remembered for the life of the cache.
 	expires time.Time
+	// checked is when /proc last confirmed this identity (unix ns); 0
+	// forces the next Resolve to check.
+	checked atomic.Int64
 }
 
 // NewResolver returns a Resolver for cfg, with defaults filled in.
@@ -73,6 +84,9 @@ func NewResolver(cfg Config) (*Resolver, error) {
 	}
 	if cfg.MissingTTL <= 0 {
 		cfg.MissingTTL = defaultMissingTTL
+	}
+	if cfg.Revalidate <= 0 {
+		cfg.Revalidate = defaultRevalidate
 	}
 	log := slog.With("component", "procinfo")
 	if cfg.HostName == "" {
@@ -92,6 +106,7 @@ func NewResolver(cfg Config) (*Resolver, error) {
 		host:       hostInfo{name: cfg.HostName, id: readMachineID(cfg.MachineIDPath, log), version: cfg.Version},
 		owners:     newOwnerNames(),
 		missingTTL: cfg.MissingTTL,
+		revalidate: cfg.Revalidate,
 		now:        time.Now,
 		log:        log,
 	}, nil
@@ -104,6 +119,10 @@ func NewResolver(cfg Config) (*Resolver, error) {
 // identity, because its last spans are usually exported after it is gone.
 func (r *Resolver) Resolve(pid uint32) (*resource.Resource, string) {
 	cached, hit := r.cache.Get(pid)
+	now := r.now()
+	if hit && cached.expires.IsZero() && now.UnixNano()-cached.checked.Load() < int64(r.revalidate) {
+		return cached.res, cached.service
+	}
 	st, err := r.fs.stat(pid)
 	if err != nil {
 		if hit && (cached.expires.IsZero() || r.now().Before(cached.expires)) {
@@ -116,11 +135,21 @@ func (r *Resolver) Resolve(pid uint32) (*resource.Resource, string) {
 	}
 	exe := r.fs.exe(pid)
 	if hit && cached.expires.IsZero() && cached.startTime == st.startTime && (exe == cached.exe || exe == "") {
+		cached.checked.Store(now.UnixNano())
 		return cached.res, cached.service
 	}
 	e := r.build(pid, st, exe)
+	e.checked.Store(now.UnixNano())
 	r.cache.Add(pid, e)
 	return e.res, e.service
+}
+
+// Invalidate makes the next Resolve of pid re-read /proc (after an exec,
+// the same pid runs another program).
+func (r *Resolver) Invalidate(pid uint32) {
+	if e, ok := r.cache.Peek(pid); ok {
+		e.checked.Store(0)
+	}
 }
 
 func (r *Resolver) missing(pid uint32) *entry {

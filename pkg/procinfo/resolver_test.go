@@ -143,6 +143,8 @@ func TestResourceAttributes(t *testing.T) {
 
 func TestPIDReuseInvalidatesCache(t *testing.T) {
 	r, root := newTestResolver(t, Config{})
+	now := time.Unix(1000, 0)
+	r.now = func() time.Time { return now }
 	writeProc(t, root, 7, fakeProc{comm: "old", start: 100, exe: "/bin/old", env: []string{"OTEL_SERVICE_NAME=first"}})
 	if _, name := r.Resolve(7); name != "first" {
 		t.Fatalf("name = %q", name)
@@ -155,8 +157,14 @@ func TestPIDReuseInvalidatesCache(t *testing.T) {
 		t.Fatalf("cached name = %q, want first", name)
 	}
 
-	// The pid now belongs to a new process (different start time).
+	// The pid now belongs to a new process (different start time). Within
+	// the revalidation interval the cached identity stands; after it, the
+	// new process is seen.
 	writeProc(t, root, 7, fakeProc{comm: "new", start: 200, exe: "/bin/new"})
+	if _, name := r.Resolve(7); name != "first" {
+		t.Fatalf("revalidated before the interval: %q", name)
+	}
+	now = now.Add(defaultRevalidate + time.Second)
 	res, name := r.Resolve(7)
 	if name != "new" {
 		t.Fatalf("after reuse name = %q, want new", name)
@@ -174,6 +182,7 @@ func TestExecInvalidatesCache(t *testing.T) {
 	}
 	// exec keeps pid and start time but replaces the executable.
 	writeProc(t, root, 7, fakeProc{comm: "java", start: 100, exe: "/usr/bin/java", args: []string{"java", "-jar", "svc.jar"}})
+	r.Invalidate(7) // weft does this on the exec event
 	if _, name := r.Resolve(7); name != "svc" {
 		t.Fatalf("after exec name = %q, want svc", name)
 	}
