@@ -1,5 +1,13 @@
 #!/usr/bin/env bash
-# Runs the overhead benchmark (see docs/benchmarks.md) as root.
+# The overhead benchmark of docs/benchmarks.md, as root: the same Go HTTP
+# server with weft off and on, alternating, first at a fixed request rate
+# (open loop), then at saturation (wrk, closed loop).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec go run ./test/bench "$@"
+echo "## Fixed load: 3000 requests/s for 15 s per run, 3 off/on pairs"
+echo
+go run ./test/bench -rate 3000 "$@"
+echo
+echo "## Saturation: wrk, 1 thread, 32 connections, 15 s per run, 3 off/on pairs"
+echo
+go run ./test/bench "$@"

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sort"
 	"sync"
 	"time"
@@ -71,6 +72,9 @@ func (r *Registry) Serve(addr string) (*http.Server, net.Addr, error) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		_ = r.WriteText(w)
 	})
+	// Profiling weft itself, on the same local-only address.
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {

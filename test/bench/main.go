@@ -1,0 +1,356 @@
+// Command bench measures weft's overhead: the same Go HTTP server under the
+// same wrk load, with weft off and on, alternating in one run, and prints a
+// Markdown report (docs/benchmarks.md). Run it as root via `make bench`.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+)
+
+var (
+	rounds   = flag.Int("rounds", 3, "off/on pairs")
+	duration = flag.Duration("duration", 15*time.Second, "wrk duration per run")
+	conns    = flag.Int("connections", 32, "wrk connections")
+	weftBin  = flag.String("weft", "bin/weft", "weft binary")
+	cpuProf  = flag.String("cpuprofile", "", "write a CPU profile of weft during the first traced run here")
+	rate     = flag.Int("rate", 0, "fixed request rate (open loop); 0 runs wrk at saturation")
+)
+
+type run struct {
+	traced    bool
+	reqPerSec float64
+	requests  float64
+	p50, p99  time.Duration
+	srvCPU    time.Duration // server process user+system time during the run
+	weftCPU   time.Duration
+	weftRSSKB uint64
+	lost      uint64
+	spans     uint64
+	progStats map[string]progStat
+}
+
+type progStat struct{ runNs, runCnt uint64 }
+
+func main() {
+	flag.Parse()
+	log.SetFlags(0)
+	dir, err := os.MkdirTemp("", "weft-bench-")
+	check(err)
+	defer os.RemoveAll(dir)
+	srvBin := filepath.Join(dir, "websrv")
+	out, err := exec.Command("go", "build", "-o", srvBin, "./test/e2e/testdata/websrv").CombinedOutput()
+	if err != nil {
+		log.Fatalf("build websrv: %v\n%s", err, out)
+	}
+	check(os.WriteFile("/proc/sys/kernel/bpf_stats_enabled", []byte("1"), 0o644))
+	defer os.WriteFile("/proc/sys/kernel/bpf_stats_enabled", []byte("0"), 0o644)
+
+	srv := exec.Command(srvBin, "-mode=nethttp", "-addr=127.0.0.1:0")
+	stdout, _ := srv.StdoutPipe()
+	check(srv.Start())
+	defer srv.Process.Kill()
+	addr, err := bufio.NewReader(stdout).ReadString('\n')
+	check(err)
+	url := "http://" + strings.TrimSpace(addr) + "/hello"
+
+	otlp := startSink()
+	// Warm up the server and the page cache.
+	wrk(url, 3*time.Second)
+	var runs []run
+	for i := 0; i < *rounds; i++ {
+		for _, traced := range []bool{false, true} {
+			runs = append(runs, measure(url, srv.Process.Pid, traced, otlp))
+		}
+	}
+	report(runs)
+}
+
+func measure(url string, pid int, traced bool, otlp string) run {
+	r := run{traced: traced}
+	var w *exec.Cmd
+	var metrics string
+	if traced {
+		port := freePort()
+		metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+		w = exec.Command(*weftBin, "run", "--probes=auto", "--pid="+strconv.Itoa(pid),
+			"--metrics-addr=127.0.0.1:"+strconv.Itoa(port), "--stats-interval=0", "--otlp-endpoint="+otlp, "--otlp-insecure")
+		w.Stdout, w.Stderr = nil, nil
+		check(w.Start())
+		waitHTTP(metrics)
+	}
+	before := cpuTime(pid)
+	var weftBefore time.Duration
+	progBefore := map[string]progStat{}
+	if traced {
+		weftBefore = cpuTime(w.Process.Pid)
+		progBefore = progStats()
+	}
+	profDone := make(chan struct{})
+	if traced && *cpuProf != "" {
+		go func() {
+			defer close(profDone)
+			secs := int(*duration/time.Second) - 2
+			resp, err := http.Get(strings.TrimSuffix(metrics, "/metrics") + "/debug/pprof/profile?seconds=" + strconv.Itoa(secs))
+			check(err)
+			defer resp.Body.Close()
+			f, err := os.Create(*cpuProf)
+			check(err)
+			defer f.Close()
+			_, err = io.Copy(f, resp.Body)
+			check(err)
+			*cpuProf = "" // first traced run only
+		}()
+	} else {
+		close(profDone)
+	}
+	var res wrkResult
+	if *rate > 0 {
+		res = openLoop(url, *rate, *duration, *conns)
+	} else {
+		res = wrk(url, *duration)
+	}
+	<-profDone
+	r.reqPerSec, r.requests, r.p50, r.p99 = res.rps, res.requests, res.p50, res.p99
+	r.srvCPU = cpuTime(pid) - before
+	if traced {
+		r.weftCPU = cpuTime(w.Process.Pid) - weftBefore
+		r.weftRSSKB = rss(w.Process.Pid)
+		after := progStats()
+		r.progStats = map[string]progStat{}
+		for name, a := range after {
+			b := progBefore[name]
+			r.progStats[name] = progStat{a.runNs - b.runNs, a.runCnt - b.runCnt}
+		}
+		m := scrape(metrics)
+		r.lost, r.spans = m["weft_events_lost"], m["weft_spans_server"]
+		w.Process.Signal(os.Interrupt)
+		w.Wait()
+	}
+	log.Printf("traced=%v: %.0f req/s, p50 %v p99 %v, server CPU %v, weft CPU %v", traced, r.reqPerSec, r.p50, r.p99, r.srvCPU, r.weftCPU)
+	return r
+}
+
+type wrkResult struct {
+	rps, requests float64
+	p50, p99      time.Duration
+}
+
+var (
+	reRPS  = regexp.MustCompile(`Requests/sec:\s+([\d.]+)`)
+	reReqs = regexp.MustCompile(`(\d+) requests in`)
+	reP    = regexp.MustCompile(`(?m)^\s+(50|99)%\s+([\d.]+)(us|ms|s)`)
+)
+
+func wrk(url string, d time.Duration) wrkResult {
+	out, err := exec.Command("wrk", "-t1", "-c"+strconv.Itoa(*conns), "-d"+d.String(), "--latency", url).CombinedOutput()
+	if err != nil {
+		log.Fatalf("wrk: %v\n%s", err, out)
+	}
+	s := string(out)
+	var r wrkResult
+	if m := reRPS.FindStringSubmatch(s); m != nil {
+		r.rps, _ = strconv.ParseFloat(m[1], 64)
+	}
+	if m := reReqs.FindStringSubmatch(s); m != nil {
+		r.requests, _ = strconv.ParseFloat(m[1], 64)
+	}
+	for _, m := range reP.FindAllStringSubmatch(s, -1) {
+		v, _ := strconv.ParseFloat(m[2], 64)
+		unit := map[string]time.Duration{"us": time.Microsecond, "ms": time.Millisecond, "s": time.Second}[m[3]]
+		dur := time.Duration(v * float64(unit))
+		if m[1] == "50" {
+			r.p50 = dur
+		} else {
+			r.p99 = dur
+		}
+	}
+	if r.rps == 0 {
+		log.Fatalf("cannot read wrk output:\n%s", s)
+	}
+	return r
+}
+
+// cpuTime is utime+stime of a process, from /proc/<pid>/stat.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	check(err)
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	ut, _ := strconv.ParseUint(f[11], 10, 64)
+	st, _ := strconv.ParseUint(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+}
+
+func rss(pid int) uint64 {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// progStats reads run time and count of weft's programs (kernel BPF stats).
+func progStats() map[string]progStat {
+	out, err := exec.Command("bpftool", "prog", "show", "--json").Output()
+	check(err)
+	var progs []struct {
+		Name   string `json:"name"`
+		RunNs  uint64 `json:"run_time_ns"`
+		RunCnt uint64 `json:"run_cnt"`
+	}
+	check(json.Unmarshal(out, &progs))
+	m := map[string]progStat{}
+	for _, p := range progs {
+		if strings.HasPrefix(p.Name, "weft_") {
+			s := m[p.Name]
+			m[p.Name] = progStat{s.runNs + p.RunNs, s.runCnt + p.RunCnt}
+		}
+	}
+	return m
+}
+
+func scrape(url string) map[string]uint64 {
+	resp, err := http.Get(url)
+	check(err)
+	defer resp.Body.Close()
+	m := map[string]uint64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		k, v, _ := strings.Cut(sc.Text(), " ")
+		m[k], _ = strconv.ParseUint(v, 10, 64)
+	}
+	return m
+}
+
+func waitHTTP(url string) {
+	for i := 0; i < 300; i++ {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	log.Fatalf("weft did not come up (%s)", url)
+}
+
+func freePort() int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	check(err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// rawCodec hands gRPC messages over as bytes: the sink below must not
+// spend the benchmark's CPU decoding what weft exports.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) ([]byte, error) { return *(v.(*[]byte)), nil }
+func (rawCodec) Unmarshal(b []byte, v any) error {
+	*(v.(*[]byte)) = b
+	return nil
+}
+func (rawCodec) Name() string { return "proto" }
+
+// startSink runs an OTLP/gRPC endpoint that accepts every export unread,
+// so traced runs pay for a real export and the receiving end costs little.
+func startSink() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	check(err)
+	srv := grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
+		var in []byte
+		if err := stream.RecvMsg(&in); err != nil {
+			return err
+		}
+		out := []byte{} // an empty ExportTraceServiceResponse
+		return stream.SendMsg(&out)
+	}))
+	go srv.Serve(l)
+	return l.Addr().String()
+}
+
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
+}
+
+func report(runs []run) {
+	var off, on []run
+	for _, r := range runs {
+		if r.traced {
+			on = append(on, r)
+		} else {
+			off = append(off, r)
+		}
+	}
+	mean := func(rs []run, f func(run) float64) float64 {
+		var s float64
+		for _, r := range rs {
+			s += f(r)
+		}
+		return s / float64(len(rs))
+	}
+	rps := func(r run) float64 { return r.reqPerSec }
+	cpuPerReq := func(r run) float64 { return float64(r.srvCPU.Microseconds()) / r.requests }
+	p50 := func(r run) float64 { return float64(r.p50.Microseconds()) }
+	p99 := func(r run) float64 { return float64(r.p99.Microseconds()) }
+	weftPerReq := func(r run) float64 { return float64(r.weftCPU.Microseconds()) / r.requests }
+
+	fmt.Printf("| metric | weft off | weft on | on/off |\n|---|---|---|---|\n")
+	row := func(name string, f func(run) float64, unit string) {
+		a, b := mean(off, f), mean(on, f)
+		fmt.Printf("| %s | %.1f %s | %.1f %s | %.3f |\n", name, a, unit, b, unit, b/a)
+	}
+	row("throughput", rps, "req/s")
+	row("server CPU per request", cpuPerReq, "µs")
+	row("latency p50", p50, "µs")
+	row("latency p99", p99, "µs")
+	fmt.Printf("| weft's own CPU per request | – | %.1f µs | – |\n", mean(on, weftPerReq))
+	var rssMax, lost, spans, reqs uint64
+	for _, r := range on {
+		rssMax = max(rssMax, r.weftRSSKB)
+		lost += r.lost
+		spans += r.spans
+		reqs += uint64(r.requests)
+	}
+	fmt.Printf("| weft RSS (max) | – | %d KiB | – |\n", rssMax)
+	fmt.Printf("| events lost | – | %d (spans %d for %d requests) | – |\n", lost, spans, reqs)
+	fmt.Printf("\nMean run time per call of each BPF program (kernel BPF stats, traced runs):\n\n| program | calls | mean ns |\n|---|---|---|\n")
+	total := map[string]progStat{}
+	for _, r := range on {
+		for k, v := range r.progStats {
+			t := total[k]
+			total[k] = progStat{t.runNs + v.runNs, t.runCnt + v.runCnt}
+		}
+	}
+	names := make([]string, 0, len(total))
+	for k := range total {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if v := total[k]; v.runCnt > 0 {
+			fmt.Printf("| %s | %d | %.0f |\n", k, v.runCnt, float64(v.runNs)/float64(v.runCnt))
+		}
+	}
+}
