@@ -7,8 +7,16 @@ import (
 )
 
 // consoleTailLines is how much console output an error carries: enough to
-// show a panic or the last messages of a hung boot.
+// show the last messages of a hung boot.
 const consoleTailLines = 40
+
+// crashLines bounds the report of a crash, quoted from its first line.
+const crashLines = 150
+
+// crashStart matches the first line of a kernel crash report; quoting from
+// there keeps the cause (the BUG/Oops line, the panic reason) that a stack
+// dump longer than the tail would push out.
+var crashStart = regexp.MustCompile(`(?m)^\[[ \d.]+\] (BUG:|Oops:|general protection fault|Kernel panic|kernel BUG|WARNING:)`)
 
 // parseConsole finds this boot's exit marker and the command output
 // between the start and exit markers.
@@ -33,6 +41,13 @@ func parseConsole(console, nonce string) (code int, cmdOut string, ok bool) {
 }
 
 func consoleTail(console string) string {
+	if loc := crashStart.FindStringIndex(console); loc != nil {
+		lines := strings.Split(strings.TrimRight(console[loc[0]:], "\n"), "\n")
+		if len(lines) > crashLines {
+			lines = lines[:crashLines]
+		}
+		return "--- console from the crash on ---\n" + strings.Join(lines, "\n")
+	}
 	lines := strings.Split(strings.TrimRight(console, "\n"), "\n")
 	if len(lines) > consoleTailLines {
 		lines = lines[len(lines)-consoleTailLines:]
