@@ -8,6 +8,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_endian.h>
 #include "weft.h"
+#include "tracectx.h"
 
 #define AF_INET 2
 #define AF_INET6 10
@@ -22,6 +23,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const enum weft_event_kind *unused_event_kind __attribute__((unused));
 const enum weft_direction *unused_direction __attribute__((unused));
 const enum weft_stat *unused_stat __attribute__((unused));
+const enum weft_ctx_kind *unused_ctx_kind __attribute__((unused));
 
 /* Set by user space before load. */
 volatile const __u32 capture_max = 256;
@@ -213,6 +215,12 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 		count(WEFT_STAT_LOST_READ);
 	BOUND(n, 0x1fff);
 	h->captured = n;
+	h->ctx_kind = WEFT_CTX_NONE;
+	h->trace_flags = 0;
+	__builtin_memset(h->trace_id, 0, sizeof(h->trace_id));
+	__builtin_memset(h->span_id, 0, sizeof(h->span_id));
+	__builtin_memset(h->parent_id, 0, sizeof(h->parent_id));
+	assign_trace_context(h, e->data, n, pid_tgid);
 	if (bpf_ringbuf_output(&events, e, sizeof(*h) + n, wakeup_flags()) < 0) {
 		count(WEFT_STAT_LOST_RINGBUF);
 		return;

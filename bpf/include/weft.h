@@ -15,6 +15,13 @@ enum weft_event_kind {
 	WEFT_EV_EXIT = 4,  /* a traced process exited */
 };
 
+/* What the trace context fields of an event say. */
+enum weft_ctx_kind {
+	WEFT_CTX_NONE = 0,
+	WEFT_CTX_SERVER = 1, /* this received segment starts a request: its server span */
+	WEFT_CTX_CLIENT = 2, /* this sent segment starts a request: its client span */
+};
+
 enum weft_direction {
 	WEFT_DIR_EGRESS = 0,  /* the process sent the bytes */
 	WEFT_DIR_INGRESS = 1, /* the process received the bytes */
@@ -45,7 +52,24 @@ struct event_header {
 	__u16 family;  /* AF_INET or AF_INET6 */
 	__u8 kind;     /* enum weft_event_kind */
 	__u8 dir;      /* enum weft_direction */
-	__u8 _pad[4];
+	__u8 ctx_kind; /* enum weft_ctx_kind */
+	__u8 trace_flags;
+	__u8 _pad[2];
+	/* The span the kernel assigned to the request this segment starts
+	 * (ctx_kind != NONE): the ids that went on the wire. */
+	__u8 trace_id[16];
+	__u8 span_id[8];
+	__u8 parent_id[8]; /* zero for a root span */
+};
+
+/* The active span of a correlation key, in the layout of the
+ * OpenTelemetry eBPF profiler's traces_ctx_v1 value (trace id, span id),
+ * followed by the flags. */
+struct span_ctx {
+	__u8 trace_id[16];
+	__u8 span_id[8];
+	__u8 trace_flags;
+	__u8 _pad[7];
 };
 
 #endif

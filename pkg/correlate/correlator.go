@@ -112,6 +112,25 @@ type conn struct {
 	messages bool
 	// parse errors already counted, per parser
 	inErrs, outErrs uint64
+	// Span ids the kernel assigned to the request starting in the last
+	// segment of each direction, for the next request head parsed there.
+	inCtx, outCtx *kernelCtx
+}
+
+// kernelCtx is a span the kernel assigned (and, for client requests,
+// possibly wrote on the wire).
+type kernelCtx struct {
+	trace  spans.TraceID
+	span   spans.SpanID
+	parent spans.SpanID
+	flags  byte
+}
+
+func ctxOf(ev *event.Event) *kernelCtx {
+	if ev.Ctx == event.CtxNone {
+		return nil
+	}
+	return &kernelCtx{trace: ev.TraceID, span: ev.SpanID, parent: ev.ParentID, flags: ev.TraceFlags}
 }
 
 // maxQuietSegments: a connection joined mid-stream waits for a start line,
@@ -198,9 +217,12 @@ func (c *Correlator) data(ev *event.Event) {
 	if cn.notHTTP {
 		return
 	}
-	p, errs := cn.out, &cn.outErrs
+	p, errs, kctx := cn.out, &cn.outErrs, &cn.outCtx
 	if ev.Dir == event.Ingress {
-		p, errs = cn.in, &cn.inErrs
+		p, errs, kctx = cn.in, &cn.inErrs, &cn.inCtx
+	}
+	if k := ctxOf(ev); k != nil {
+		*kctx = k
 	}
 	msgs := p.Feed(ev.Payload, int(ev.Bytes), ev.Time)
 	c.countErrors(p, errs)
@@ -295,7 +317,11 @@ func (c *Correlator) newExchange(cn *conn, ev *event.Event, m *httpparse.Message
 
 func (c *Correlator) startServer(cn *conn, ev *event.Event, m *httpparse.Message) {
 	ex := c.newExchange(cn, ev, m, spans.KindServer)
-	if tid, sid, flags, ok := httpparse.ParseTraceParent(m.TraceParent); ok {
+	if k := cn.inCtx; k != nil {
+		cn.inCtx = nil
+		ex.span.TraceID, ex.span.SpanID, ex.span.ParentID, ex.span.TraceFlags = k.trace, k.span, k.parent, k.flags
+		ex.span.ParentRemote = k.parent.IsValid()
+	} else if tid, sid, flags, ok := httpparse.ParseTraceParent(m.TraceParent); ok {
 		ex.span.TraceID, ex.span.ParentID, ex.span.TraceFlags = tid, sid, flags
 		ex.span.ParentRemote = true
 	} else {
@@ -310,7 +336,10 @@ func (c *Correlator) startServer(cn *conn, ev *event.Event, m *httpparse.Message
 
 func (c *Correlator) startClient(cn *conn, ev *event.Event, m *httpparse.Message) {
 	ex := c.newExchange(cn, ev, m, spans.KindClient)
-	if parent, ok := c.active[ex.key]; ok {
+	if k := cn.outCtx; k != nil {
+		cn.outCtx = nil
+		ex.span.TraceID, ex.span.SpanID, ex.span.ParentID, ex.span.TraceFlags = k.trace, k.span, k.parent, k.flags
+	} else if parent, ok := c.active[ex.key]; ok {
 		ex.span.TraceID = parent.span.TraceID
 		ex.span.ParentID = parent.span.SpanID
 		ex.span.TraceFlags = parent.span.TraceFlags

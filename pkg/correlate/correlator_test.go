@@ -223,3 +223,33 @@ func TestTruncatedCaptureUsesTotals(t *testing.T) {
 		t.Fatalf("spans: %+v", r.spans)
 	}
 }
+
+func TestKernelAssignedIDsWin(t *testing.T) {
+	r := newRec(t, Options{})
+	trace := [16]byte{1, 2, 3}
+	srv := [8]byte{9}
+	cli := [8]byte{7}
+	remoteParent := [8]byte{5}
+	in := &event.Event{Kind: event.KindData, ConnID: 1, PID: 10, TID: 11, Key: 11, Dir: event.Ingress, Time: 1 * ms,
+		Payload: []byte(getHello), Local: srvAddr, Remote: cliAddr,
+		Ctx: event.CtxServer, TraceID: trace, SpanID: srv, ParentID: remoteParent, TraceFlags: 1}
+	in.Bytes = uint32(len(in.Payload))
+	r.c.Handle(in)
+	out := &event.Event{Kind: event.KindData, ConnID: 100, PID: 10, TID: 11, Key: 11, Dir: event.Egress, Time: 2 * ms,
+		Payload: []byte("GET /up HTTP/1.1\r\nHost: up\r\n\r\n"), Local: cliAddr, Remote: upAddr,
+		Ctx: event.CtxClient, TraceID: trace, SpanID: cli, ParentID: srv, TraceFlags: 1}
+	out.Bytes = uint32(len(out.Payload))
+	r.c.Handle(out)
+	r.data(100, 10, 11, event.Ingress, 3*ms, ok200)
+	r.data(1, 10, 11, event.Egress, 4*ms, ok200)
+	if len(r.spans) != 2 {
+		t.Fatalf("got %d spans", len(r.spans))
+	}
+	c, s := r.spans[0], r.spans[1]
+	if s.TraceID != trace || s.SpanID != srv || s.ParentID != remoteParent || !s.ParentRemote {
+		t.Errorf("server span ignored the kernel's ids: %+v", s)
+	}
+	if c.TraceID != trace || c.SpanID != cli || c.ParentID != srv || c.ParentRemote {
+		t.Errorf("client span ignored the kernel's ids: %+v", c)
+	}
+}

@@ -30,6 +30,16 @@ func (d Direction) String() string {
 	return "egress"
 }
 
+// CtxKind says whether the kernel assigned a span to the request that a
+// data event starts.
+type CtxKind uint8
+
+const (
+	CtxNone   CtxKind = 0
+	CtxServer CtxKind = 1 // a received request start: its server span
+	CtxClient CtxKind = 2 // a sent request start: its client span
+)
+
 // Event is one report from the kernel.
 type Event struct {
 	Kind Kind
@@ -49,4 +59,12 @@ type Event struct {
 	Payload []byte
 	Local   netip.AddrPort
 	Remote  netip.AddrPort
+
+	// The span the kernel assigned to the request this segment starts,
+	// when Ctx is not CtxNone: the ids that went on the wire.
+	Ctx        CtxKind
+	TraceID    [16]byte
+	SpanID     [8]byte
+	ParentID   [8]byte // zero for a root span
+	TraceFlags byte
 }

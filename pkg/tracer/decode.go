@@ -37,6 +37,12 @@ func Decode(raw []byte, ev *event.Event) error {
 		Dir:     event.Direction(h.Dir),
 		Bytes:   h.Bytes,
 		Payload: raw[headerSize : headerSize+int(h.Captured)],
+
+		Ctx:        event.CtxKind(h.CtxKind),
+		TraceID:    h.TraceId,
+		SpanID:     h.SpanId,
+		ParentID:   h.ParentId,
+		TraceFlags: h.TraceFlags,
 	}
 	switch h.Family {
 	case afInet:

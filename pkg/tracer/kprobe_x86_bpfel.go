@@ -13,6 +13,12 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type kprobeClientSpan struct {
+	_        structs.HostLayout
+	Ctx      kprobeSpanCtx
+	ParentId [8]uint8
+}
+
 type kprobeEventBuf struct {
 	_    structs.HostLayout
 	Hdr  kprobeEventHeader
@@ -20,22 +26,27 @@ type kprobeEventBuf struct {
 }
 
 type kprobeEventHeader struct {
-	_        structs.HostLayout
-	TsNs     uint64
-	SockId   uint64
-	Pid      uint32
-	Tid      uint32
-	Key      uint32
-	Bytes    uint32
-	Captured uint32
-	Sport    uint16
-	Dport    uint16
-	Saddr    [16]uint8
-	Daddr    [16]uint8
-	Family   uint16
-	Kind     uint8
-	Dir      uint8
-	Pad      [4]uint8
+	_          structs.HostLayout
+	TsNs       uint64
+	SockId     uint64
+	Pid        uint32
+	Tid        uint32
+	Key        uint32
+	Bytes      uint32
+	Captured   uint32
+	Sport      uint16
+	Dport      uint16
+	Saddr      [16]uint8
+	Daddr      [16]uint8
+	Family     uint16
+	Kind       uint8
+	Dir        uint8
+	CtxKind    uint8
+	TraceFlags uint8
+	Pad        [2]uint8
+	TraceId    [16]uint8
+	SpanId     [8]uint8
+	ParentId   [8]uint8
 }
 
 type kprobeInflight struct {
@@ -50,15 +61,25 @@ type kprobeInflight struct {
 	Sk uint64
 }
 
+type kprobeSpanCtx struct {
+	_          structs.HostLayout
+	TraceId    [16]uint8
+	SpanId     [8]uint8
+	TraceFlags uint8
+	Pad        [7]uint8
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	kprobeMapActiveCtx          = "active_ctx"
 	kprobeMapEvents             = "events"
 	kprobeMapInflightRecv       = "inflight_recv"
 	kprobeMapInflightSend       = "inflight_send"
 	kprobeMapPidFilter          = "pid_filter"
 	kprobeMapScratch            = "scratch"
+	kprobeMapSentCtx            = "sent_ctx"
 	kprobeMapStats              = "stats"
 	kprobeMapTrackedSocks       = "tracked_socks"
 	kprobeProgWeftExec          = "weft_exec"
@@ -73,6 +94,7 @@ const (
 	kprobeVarNotifyExec         = "notify_exec"
 	kprobeVarSelfPid            = "self_pid"
 	kprobeVarTraceAll           = "trace_all"
+	kprobeVarUnusedCtxKind      = "unused_ctx_kind"
 	kprobeVarUnusedDirection    = "unused_direction"
 	kprobeVarUnusedEventKind    = "unused_event_kind"
 	kprobeVarUnusedStat         = "unused_stat"
@@ -134,11 +156,13 @@ type kprobeProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type kprobeMapSpecs struct {
+	ActiveCtx    *ebpf.MapSpec `ebpf:"active_ctx"`
 	Events       *ebpf.MapSpec `ebpf:"events"`
 	InflightRecv *ebpf.MapSpec `ebpf:"inflight_recv"`
 	InflightSend *ebpf.MapSpec `ebpf:"inflight_send"`
 	PidFilter    *ebpf.MapSpec `ebpf:"pid_filter"`
 	Scratch      *ebpf.MapSpec `ebpf:"scratch"`
+	SentCtx      *ebpf.MapSpec `ebpf:"sent_ctx"`
 	Stats        *ebpf.MapSpec `ebpf:"stats"`
 	TrackedSocks *ebpf.MapSpec `ebpf:"tracked_socks"`
 }
@@ -151,6 +175,7 @@ type kprobeVariableSpecs struct {
 	NotifyExec      *ebpf.VariableSpec `ebpf:"notify_exec"`
 	SelfPid         *ebpf.VariableSpec `ebpf:"self_pid"`
 	TraceAll        *ebpf.VariableSpec `ebpf:"trace_all"`
+	UnusedCtxKind   *ebpf.VariableSpec `ebpf:"unused_ctx_kind"`
 	UnusedDirection *ebpf.VariableSpec `ebpf:"unused_direction"`
 	UnusedEventKind *ebpf.VariableSpec `ebpf:"unused_event_kind"`
 	UnusedStat      *ebpf.VariableSpec `ebpf:"unused_stat"`
@@ -176,22 +201,26 @@ func (o *kprobeObjects) Close() error {
 //
 // It can be passed to loadKprobeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type kprobeMaps struct {
+	ActiveCtx    *ebpf.Map `ebpf:"active_ctx"`
 	Events       *ebpf.Map `ebpf:"events"`
 	InflightRecv *ebpf.Map `ebpf:"inflight_recv"`
 	InflightSend *ebpf.Map `ebpf:"inflight_send"`
 	PidFilter    *ebpf.Map `ebpf:"pid_filter"`
 	Scratch      *ebpf.Map `ebpf:"scratch"`
+	SentCtx      *ebpf.Map `ebpf:"sent_ctx"`
 	Stats        *ebpf.Map `ebpf:"stats"`
 	TrackedSocks *ebpf.Map `ebpf:"tracked_socks"`
 }
 
 func (m *kprobeMaps) Close() error {
 	return _KprobeClose(
+		m.ActiveCtx,
 		m.Events,
 		m.InflightRecv,
 		m.InflightSend,
 		m.PidFilter,
 		m.Scratch,
+		m.SentCtx,
 		m.Stats,
 		m.TrackedSocks,
 	)
@@ -205,6 +234,7 @@ type kprobeVariables struct {
 	NotifyExec      *ebpf.Variable `ebpf:"notify_exec"`
 	SelfPid         *ebpf.Variable `ebpf:"self_pid"`
 	TraceAll        *ebpf.Variable `ebpf:"trace_all"`
+	UnusedCtxKind   *ebpf.Variable `ebpf:"unused_ctx_kind"`
 	UnusedDirection *ebpf.Variable `ebpf:"unused_direction"`
 	UnusedEventKind *ebpf.Variable `ebpf:"unused_event_kind"`
 	UnusedStat      *ebpf.Variable `ebpf:"unused_stat"`

@@ -13,6 +13,12 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type tpClientSpan struct {
+	_        structs.HostLayout
+	Ctx      tpSpanCtx
+	ParentId [8]uint8
+}
+
 type tpEventBuf struct {
 	_    structs.HostLayout
 	Hdr  tpEventHeader
@@ -20,22 +26,27 @@ type tpEventBuf struct {
 }
 
 type tpEventHeader struct {
-	_        structs.HostLayout
-	TsNs     uint64
-	SockId   uint64
-	Pid      uint32
-	Tid      uint32
-	Key      uint32
-	Bytes    uint32
-	Captured uint32
-	Sport    uint16
-	Dport    uint16
-	Saddr    [16]uint8
-	Daddr    [16]uint8
-	Family   uint16
-	Kind     uint8
-	Dir      uint8
-	Pad      [4]uint8
+	_          structs.HostLayout
+	TsNs       uint64
+	SockId     uint64
+	Pid        uint32
+	Tid        uint32
+	Key        uint32
+	Bytes      uint32
+	Captured   uint32
+	Sport      uint16
+	Dport      uint16
+	Saddr      [16]uint8
+	Daddr      [16]uint8
+	Family     uint16
+	Kind       uint8
+	Dir        uint8
+	CtxKind    uint8
+	TraceFlags uint8
+	Pad        [2]uint8
+	TraceId    [16]uint8
+	SpanId     [8]uint8
+	ParentId   [8]uint8
 }
 
 type tpInflight struct {
@@ -52,6 +63,22 @@ type tpInflight struct {
 	Peek uint8
 	Pad  [6]uint8
 }
+
+type tpSpanCtx struct {
+	_          structs.HostLayout
+	TraceId    [16]uint8
+	SpanId     [8]uint8
+	TraceFlags uint8
+	Pad        [7]uint8
+}
+
+type tpWeftCtxKind uint32
+
+const (
+	tpWeftCtxKindWEFT_CTX_NONE   tpWeftCtxKind = 0
+	tpWeftCtxKindWEFT_CTX_SERVER tpWeftCtxKind = 1
+	tpWeftCtxKindWEFT_CTX_CLIENT tpWeftCtxKind = 2
+)
 
 type tpWeftDirection uint32
 
@@ -84,10 +111,12 @@ const (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	tpMapActiveCtx          = "active_ctx"
 	tpMapEvents             = "events"
 	tpMapInflightCalls      = "inflight_calls"
 	tpMapPidFilter          = "pid_filter"
 	tpMapScratch            = "scratch"
+	tpMapSentCtx            = "sent_ctx"
 	tpMapStats              = "stats"
 	tpMapTrackedSocks       = "tracked_socks"
 	tpProgWeftEnterRead     = "weft_enter_read"
@@ -116,6 +145,7 @@ const (
 	tpVarNotifyExec         = "notify_exec"
 	tpVarSelfPid            = "self_pid"
 	tpVarTraceAll           = "trace_all"
+	tpVarUnusedCtxKind      = "unused_ctx_kind"
 	tpVarUnusedDirection    = "unused_direction"
 	tpVarUnusedEventKind    = "unused_event_kind"
 	tpVarUnusedStat         = "unused_stat"
@@ -191,10 +221,12 @@ type tpProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type tpMapSpecs struct {
+	ActiveCtx     *ebpf.MapSpec `ebpf:"active_ctx"`
 	Events        *ebpf.MapSpec `ebpf:"events"`
 	InflightCalls *ebpf.MapSpec `ebpf:"inflight_calls"`
 	PidFilter     *ebpf.MapSpec `ebpf:"pid_filter"`
 	Scratch       *ebpf.MapSpec `ebpf:"scratch"`
+	SentCtx       *ebpf.MapSpec `ebpf:"sent_ctx"`
 	Stats         *ebpf.MapSpec `ebpf:"stats"`
 	TrackedSocks  *ebpf.MapSpec `ebpf:"tracked_socks"`
 }
@@ -207,6 +239,7 @@ type tpVariableSpecs struct {
 	NotifyExec      *ebpf.VariableSpec `ebpf:"notify_exec"`
 	SelfPid         *ebpf.VariableSpec `ebpf:"self_pid"`
 	TraceAll        *ebpf.VariableSpec `ebpf:"trace_all"`
+	UnusedCtxKind   *ebpf.VariableSpec `ebpf:"unused_ctx_kind"`
 	UnusedDirection *ebpf.VariableSpec `ebpf:"unused_direction"`
 	UnusedEventKind *ebpf.VariableSpec `ebpf:"unused_event_kind"`
 	UnusedStat      *ebpf.VariableSpec `ebpf:"unused_stat"`
@@ -232,20 +265,24 @@ func (o *tpObjects) Close() error {
 //
 // It can be passed to loadTpObjects or ebpf.CollectionSpec.LoadAndAssign.
 type tpMaps struct {
+	ActiveCtx     *ebpf.Map `ebpf:"active_ctx"`
 	Events        *ebpf.Map `ebpf:"events"`
 	InflightCalls *ebpf.Map `ebpf:"inflight_calls"`
 	PidFilter     *ebpf.Map `ebpf:"pid_filter"`
 	Scratch       *ebpf.Map `ebpf:"scratch"`
+	SentCtx       *ebpf.Map `ebpf:"sent_ctx"`
 	Stats         *ebpf.Map `ebpf:"stats"`
 	TrackedSocks  *ebpf.Map `ebpf:"tracked_socks"`
 }
 
 func (m *tpMaps) Close() error {
 	return _TpClose(
+		m.ActiveCtx,
 		m.Events,
 		m.InflightCalls,
 		m.PidFilter,
 		m.Scratch,
+		m.SentCtx,
 		m.Stats,
 		m.TrackedSocks,
 	)
@@ -259,6 +296,7 @@ type tpVariables struct {
 	NotifyExec      *ebpf.Variable `ebpf:"notify_exec"`
 	SelfPid         *ebpf.Variable `ebpf:"self_pid"`
 	TraceAll        *ebpf.Variable `ebpf:"trace_all"`
+	UnusedCtxKind   *ebpf.Variable `ebpf:"unused_ctx_kind"`
 	UnusedDirection *ebpf.Variable `ebpf:"unused_direction"`
 	UnusedEventKind *ebpf.Variable `ebpf:"unused_event_kind"`
 	UnusedStat      *ebpf.Variable `ebpf:"unused_stat"`

@@ -1,0 +1,252 @@
+/* Trace context decided in the kernel: the server span of each request a
+ * traced process receives, the client span of each request it sends, and
+ * the active server span per correlation key that parents client spans. */
+#ifndef WEFT_TRACECTX_H
+#define WEFT_TRACECTX_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include "weft.h"
+
+/* A client span chosen by sk_msg, waiting for its send's data event. */
+struct client_span {
+	struct span_ctx ctx;
+	__u8 parent_id[8];
+};
+
+/* (tgid << 32 | correlation key) -> the server span being served. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, struct span_ctx);
+} active_ctx SEC(".maps");
+
+/* pid_tgid -> client span chosen (and injected) by sk_msg during the send
+ * in flight, so the send's data event reports the same ids. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct client_span);
+} sent_ctx SEC(".maps");
+
+static __always_inline __u64 ctx_key(__u32 tgid, __u32 key)
+{
+	return ((__u64)tgid << 32) | key;
+}
+
+static __always_inline void random_ids(__u8 *trace_id, __u8 *span_id)
+{
+	if (trace_id) {
+		__u32 *t = (__u32 *)trace_id;
+		t[0] = bpf_get_prandom_u32();
+		t[1] = bpf_get_prandom_u32();
+		t[2] = bpf_get_prandom_u32();
+		t[3] = bpf_get_prandom_u32() | 1; /* never all zero */
+	}
+	__u32 *s = (__u32 *)span_id;
+	s[0] = bpf_get_prandom_u32();
+	s[1] = bpf_get_prandom_u32() | 1;
+}
+
+/* A request line starts with one of the methods weft parses, then a space. */
+static __always_inline bool is_request_start(const __u8 *d, __u32 n)
+{
+	if (n < 8)
+		return false;
+	__u32 w = d[0] | d[1] << 8 | d[2] << 16 | d[3] << 24;
+	switch (w) {
+	case 0x20544547: /* "GET " */
+	case 0x20545550: /* "PUT " */
+		return true;
+	case 0x54534f50: /* "POST" */
+	case 0x44414548: /* "HEAD" */
+		return d[4] == ' ';
+	case 0x454c4544: /* "DELE" TE */
+		return d[4] == 'T' && d[5] == 'E' && d[6] == ' ';
+	case 0x43544150: /* "PATC" H */
+		return d[4] == 'H' && d[5] == ' ';
+	case 0x4954504f: /* "OPTI" ONS */
+		return d[4] == 'O' && d[5] == 'N' && d[6] == 'S' && d[7] == ' ';
+	case 0x43415254: /* "TRAC" E */
+		return d[4] == 'E' && d[5] == ' ';
+	}
+	return false;
+}
+
+static __always_inline bool is_response_start(const __u8 *d, __u32 n)
+{
+	return n >= 8 && d[0] == 'H' && d[1] == 'T' && d[2] == 'T' && d[3] == 'P' &&
+	       d[4] == '/' && d[5] == '1' && d[6] == '.';
+}
+
+static __always_inline int unhex(__u8 c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1; /* W3C: lowercase only */
+}
+
+#define TP_VALUE_LEN 55 /* 00-<32 hex>-<16 hex>-<2 hex> */
+#define TP_SCAN_MAX 1024
+
+struct tp_scan {
+	const __u8 *data; /* points at event_buf.data, 3 * WEFT_MAX_CAPTURE long */
+	__u32 len;
+	__u32 found;      /* offset of the value, 0 when not found */
+};
+
+/* bpf_loop callback: is there a "traceparent:" header line at i? */
+static long tp_scan_step(__u64 i, void *arg)
+{
+	struct tp_scan *s = arg;
+	if (i + 14 + TP_VALUE_LEN > s->len)
+		return 1;
+	i &= WEFT_MAX_CAPTURE - 1;
+	const __u8 *p = s->data + i;
+	if (p[0] != '\n' || (p[1] | 0x20) != 't')
+		return 0;
+	const char name[] = "traceparent:";
+	for (int k = 1; k < 12; k++)
+		if ((p[1 + k] | 0x20) != (name[k] | 0x20) && !(name[k] == ':' && p[1 + k] == ':'))
+			return 0;
+	__u32 v = i + 13;
+	if (p[13] == ' ' || p[13] == '\t')
+		v++;
+	s->found = v;
+	return 1;
+}
+
+/* Parses a W3C traceparent (version 00) header from captured request
+ * bytes into ctx (trace id, parent span id in span_id, flags). */
+static __always_inline bool parse_traceparent(const __u8 *data, __u32 len, struct span_ctx *ctx)
+{
+	struct tp_scan s = {.data = data, .len = len};
+	bpf_loop(TP_SCAN_MAX, tp_scan_step, &s, 0);
+	if (!s.found)
+		return false;
+	const __u8 *v = data + (s.found & (WEFT_MAX_CAPTURE - 1));
+	if (v[0] != '0' || v[1] != '0' || v[2] != '-' || v[35] != '-' || v[52] != '-')
+		return false;
+	__u8 any = 0;
+	for (int k = 0; k < 16; k++) {
+		int hi = unhex(v[3 + 2 * k]), lo = unhex(v[4 + 2 * k]);
+		if (hi < 0 || lo < 0)
+			return false;
+		ctx->trace_id[k] = hi << 4 | lo;
+		any |= ctx->trace_id[k];
+	}
+	if (!any)
+		return false;
+	any = 0;
+	for (int k = 0; k < 8; k++) {
+		int hi = unhex(v[36 + 2 * k]), lo = unhex(v[37 + 2 * k]);
+		if (hi < 0 || lo < 0)
+			return false;
+		ctx->span_id[k] = hi << 4 | lo;
+		any |= ctx->span_id[k];
+	}
+	if (!any)
+		return false;
+	int fh = unhex(v[53]), fl = unhex(v[54]);
+	if (fh < 0 || fl < 0)
+		return false;
+	ctx->trace_flags = fh << 4 | fl;
+	return true;
+}
+
+/* A traced process received the start of a request: its server span
+ * continues an incoming traceparent or starts a trace, and becomes the
+ * active span of the receiving thread's key. */
+static __always_inline void server_request(struct event_header *h, const __u8 *data, __u32 n)
+{
+	struct span_ctx in = {};
+	struct span_ctx active = {};
+	if (parse_traceparent(data, n, &in)) {
+		__builtin_memcpy(h->trace_id, in.trace_id, 16);
+		__builtin_memcpy(h->parent_id, in.span_id, 8);
+		h->trace_flags = in.trace_flags;
+		random_ids(0, h->span_id);
+	} else {
+		random_ids(h->trace_id, h->span_id);
+		h->trace_flags = 1; /* sampled: weft records every request */
+	}
+	h->ctx_kind = WEFT_CTX_SERVER;
+	__builtin_memcpy(active.trace_id, h->trace_id, 16);
+	__builtin_memcpy(active.span_id, h->span_id, 8);
+	active.trace_flags = h->trace_flags;
+	__u64 k = ctx_key(h->pid, h->key);
+	bpf_map_update_elem(&active_ctx, &k, &active, BPF_ANY);
+}
+
+/* The client span of a request the current thread sends: a child of its
+ * key's active server span, or a new trace. */
+static __always_inline void new_client_ctx(__u32 tgid, __u32 key, struct span_ctx *out, __u8 *parent)
+{
+	__u64 k = ctx_key(tgid, key);
+	struct span_ctx *srv = bpf_map_lookup_elem(&active_ctx, &k);
+	if (srv) {
+		__builtin_memcpy(out->trace_id, srv->trace_id, 16);
+		__builtin_memcpy(parent, srv->span_id, 8);
+		out->trace_flags = srv->trace_flags;
+		random_ids(0, out->span_id);
+	} else {
+		__builtin_memset(parent, 0, 8);
+		random_ids(out->trace_id, out->span_id);
+		out->trace_flags = 1;
+	}
+}
+
+/* A traced process sent the start of a request. When sk_msg injected a
+ * traceparent during this send, report those ids; when the request
+ * carries its own traceparent, use it; else decide now. */
+static __always_inline void client_request(struct event_header *h, const __u8 *data, __u32 n, __u64 pid_tgid)
+{
+	h->ctx_kind = WEFT_CTX_CLIENT;
+	struct client_span *sent = bpf_map_lookup_elem(&sent_ctx, &pid_tgid);
+	if (sent) {
+		__builtin_memcpy(h->trace_id, sent->ctx.trace_id, 16);
+		__builtin_memcpy(h->span_id, sent->ctx.span_id, 8);
+		__builtin_memcpy(h->parent_id, sent->parent_id, 8);
+		h->trace_flags = sent->ctx.trace_flags;
+		bpf_map_delete_elem(&sent_ctx, &pid_tgid);
+		return;
+	}
+	struct span_ctx own = {};
+	if (parse_traceparent(data, n, &own)) {
+		/* An in-process instrumented client: its span id is on the wire. */
+		__builtin_memcpy(h->trace_id, own.trace_id, 16);
+		__builtin_memcpy(h->span_id, own.span_id, 8);
+		h->trace_flags = own.trace_flags;
+		return;
+	}
+	struct span_ctx c = {};
+	new_client_ctx(h->pid, h->key, &c, h->parent_id);
+	__builtin_memcpy(h->trace_id, c.trace_id, 16);
+	__builtin_memcpy(h->span_id, c.span_id, 8);
+	h->trace_flags = c.trace_flags;
+}
+
+/* The response leaves: the key serves no request any more. */
+static __always_inline void server_response(struct event_header *h)
+{
+	__u64 k = ctx_key(h->pid, h->key);
+	bpf_map_delete_elem(&active_ctx, &k);
+}
+
+static __always_inline void assign_trace_context(struct event_header *h, const __u8 *data, __u32 n, __u64 pid_tgid)
+{
+	if (h->dir == WEFT_DIR_INGRESS) {
+		if (is_request_start(data, n))
+			server_request(h, data, n);
+	} else if (is_request_start(data, n)) {
+		client_request(h, data, n, pid_tgid);
+	} else if (is_response_start(data, n)) {
+		server_response(h);
+	}
+}
+
+#endif
