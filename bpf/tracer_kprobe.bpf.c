@@ -6,6 +6,8 @@
 struct inflight {
 	struct user_buf buf;
 	__u64 sk;
+	__u8 msg_claimed; /* sk_msg saw this send's first message */
+	__u8 _pad[7];
 };
 
 struct {
@@ -21,6 +23,14 @@ struct {
 	__type(key, __u64);
 	__type(value, struct inflight);
 } inflight_recv SEC(".maps");
+
+/* Sends through tcp_bpf_sendmsg: the sockets in weft's sockhash. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct inflight);
+} inflight_bpf_send SEC(".maps");
 
 /* Before 6.4 the iovec pointer of iov_iter was called iov. */
 struct iov_iter___v61 {
@@ -80,9 +90,26 @@ static __always_inline int leave(void *ctx, void *map, long ret, __u8 dir)
 	return 0;
 }
 
+static __always_inline bool claim_send_start(__u64 pid_tgid)
+{
+	struct inflight *f = bpf_map_lookup_elem(&inflight_bpf_send, &pid_tgid);
+	if (!f || f->msg_claimed)
+		return false;
+	f->msg_claimed = 1;
+	return true;
+}
+
+#include "include/propagate.h"
+
 SEC("kprobe/tcp_sendmsg")
 int BPF_KPROBE(weft_tcp_sendmsg, struct sock *sk, struct msghdr *msg, size_t size)
 {
+	/* tcp_bpf_sendmsg falls back to tcp_sendmsg when the socket has no
+	 * psock: that send is already being captured. */
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct inflight *outer = bpf_map_lookup_elem(&inflight_bpf_send, &pid_tgid);
+	if (outer && outer->sk == (__u64)sk)
+		return 0;
 	return enter(&inflight_send, sk, msg);
 }
 
@@ -90,6 +117,20 @@ SEC("kretprobe/tcp_sendmsg")
 int BPF_KRETPROBE(weft_tcp_sendmsg_ret, int ret)
 {
 	return leave(ctx, &inflight_send, ret, WEFT_DIR_EGRESS);
+}
+
+/* Sockets in weft's sockhash (traceparent injection) send through
+ * tcp_bpf_sendmsg instead of tcp_sendmsg. */
+SEC("kprobe/tcp_bpf_sendmsg")
+int BPF_KPROBE(weft_tcp_bpf_sendmsg, struct sock *sk, struct msghdr *msg, size_t size)
+{
+	return enter(&inflight_bpf_send, sk, msg);
+}
+
+SEC("kretprobe/tcp_bpf_sendmsg")
+int BPF_KRETPROBE(weft_tcp_bpf_sendmsg_ret, int ret)
+{
+	return leave(ctx, &inflight_bpf_send, ret, WEFT_DIR_EGRESS);
 }
 
 SEC("kprobe/tcp_recvmsg")

@@ -13,7 +13,8 @@ struct inflight {
 	__u64 sk;    /* set by the sock tracepoint; 0 means not a TCP socket */
 	__u8 kind;   /* enum call_kind */
 	__u8 peek;   /* MSG_PEEK: the bytes will be read again */
-	__u8 _pad[6];
+	__u8 msg_claimed; /* sk_msg saw this send's first message */
+	__u8 _pad[5];
 };
 
 /* pid_tgid -> the socket call in flight on that thread. */
@@ -77,6 +78,17 @@ static __always_inline int on_sock(struct trace_event_raw_sock_msg_length *ctx, 
 	f->peek = (ctx->flags & MSG_PEEK) != 0;
 	return 0;
 }
+
+static __always_inline bool claim_send_start(__u64 pid_tgid)
+{
+	struct inflight *f = bpf_map_lookup_elem(&inflight_calls, &pid_tgid);
+	if (!f || f->kind != CALL_SEND || f->msg_claimed)
+		return false;
+	f->msg_claimed = 1;
+	return true;
+}
+
+#include "include/propagate.h"
 
 SEC("tracepoint/sock/sock_send_length")
 int weft_sock_send(struct trace_event_raw_sock_msg_length *ctx) { return on_sock(ctx, CALL_SEND); }

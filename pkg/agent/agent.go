@@ -41,6 +41,7 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 		SelfPID:      uint32(self),
 		TraceAll:     cfg.Select.All(),
 		NotifyExec:   sel.NeedsExecEvents(),
+		Propagation:  cfg.Propagation == "headers",
 	})
 	if err != nil {
 		return err

@@ -18,6 +18,10 @@ type Config struct {
 	// space (256..4096).
 	CaptureBytes int `yaml:"capture_bytes"`
 
+	// Propagation is "headers" (write traceparent into the HTTP/1.x
+	// requests traced processes send) or "off".
+	Propagation string `yaml:"propagation"`
+
 	Select Select `yaml:"select"`
 	OTLP   OTLP   `yaml:"otlp"`
 
@@ -60,6 +64,7 @@ type OTLP struct {
 func Default() Config {
 	return Config{
 		Probes:         "auto",
+		Propagation:    "headers",
 		CaptureBytes:   512,
 		RequestTimeout: 2 * time.Minute,
 		StatsInterval:  time.Minute,
@@ -74,6 +79,11 @@ func (c *Config) Validate() error {
 	case "auto", "kprobe", "tracepoint":
 	default:
 		return fmt.Errorf("probes %q: want auto, kprobe or tracepoint", c.Probes)
+	}
+	switch c.Propagation {
+	case "headers", "off":
+	default:
+		return fmt.Errorf("propagation %q: want headers or off", c.Propagation)
 	}
 	if c.CaptureBytes < 64 || c.CaptureBytes > 4096 {
 		return fmt.Errorf("capture_bytes %d: want 64..4096", c.CaptureBytes)

@@ -11,6 +11,7 @@ import (
 type Flags struct {
 	ConfigPath   string
 	probes       string
+	propagation  string
 	captureBytes int
 	pids         string
 	ports        string
@@ -31,6 +32,7 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	d := Default()
 	fs.StringVar(&f.ConfigPath, "config", "", "YAML configuration file")
 	fs.StringVar(&f.probes, "probes", d.Probes, "attach path: auto, kprobe or tracepoint")
+	fs.StringVar(&f.propagation, "propagation", d.Propagation, "write traceparent into outgoing HTTP/1.x requests: headers or off")
 	fs.IntVar(&f.captureBytes, "capture-bytes", d.CaptureBytes, "leading payload bytes captured per send/recv (64..4096)")
 	fs.StringVar(&f.pids, "pid", "", "trace these process ids (comma-separated) and their children")
 	fs.StringVar(&f.ports, "port", "", "trace processes listening on these TCP ports (comma-separated)")
@@ -55,6 +57,8 @@ func (f *Flags) apply(c *Config, fs *flag.FlagSet) error {
 		switch fl.Name {
 		case "probes":
 			c.Probes = f.probes
+		case "propagation":
+			c.Propagation = f.propagation
 		case "capture-bytes":
 			c.CaptureBytes = f.captureBytes
 		case "pid":

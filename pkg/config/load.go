@@ -92,6 +92,7 @@ func applyEnv(c *Config, getenv func(string) string) error {
 		}
 	}
 	set("WEFT_PROBES", func(v string) error { c.Probes = v; return nil })
+	set("WEFT_PROPAGATION", func(v string) error { c.Propagation = v; return nil })
 	set("WEFT_CAPTURE_BYTES", func(v string) (e error) { c.CaptureBytes, e = strconv.Atoi(v); return })
 	set("WEFT_PIDS", func(v string) (e error) { c.Select.PIDs, e = parseInts(v); return })
 	set("WEFT_PORTS", func(v string) (e error) { c.Select.Ports, e = parseInts(v); return })

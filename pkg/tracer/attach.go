@@ -2,15 +2,32 @@ package tracer
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 )
 
+// propagationPrograms inject traceparent; they attach only when
+// propagation is on (the tcp_bpf_sendmsg probes capture sends on the
+// sockets that injection moves into the sockhash).
+var propagationPrograms = map[string]bool{
+	"weft_sockops":             true,
+	"weft_inject":              true,
+	"weft_tcp_bpf_sendmsg":     true,
+	"weft_tcp_bpf_sendmsg_ret": true,
+}
+
+// attachTarget is what some program types attach to.
+type attachTarget struct {
+	cgroup string           // cgroup v2 directory for sockops
+	coll   *ebpf.Collection // for sk_msg: the sockhash it runs on
+}
+
 // attach picks the link type from the program's ELF section name, so the
 // C source alone says where each program goes.
-func attach(section string, prog *ebpf.Program) (link.Link, error) {
+func attach(section string, prog *ebpf.Program, tgt attachTarget) (io.Closer, error) {
 	kind, target, _ := strings.Cut(section, "/")
 	switch kind {
 	case "tracepoint":
@@ -25,6 +42,33 @@ func attach(section string, prog *ebpf.Program) (link.Link, error) {
 		return link.Kprobe(target, prog, nil)
 	case "kretprobe":
 		return link.Kretprobe(target, prog, nil)
+	case "sockops":
+		return link.AttachCgroup(link.CgroupOptions{Path: tgt.cgroup, Attach: ebpf.AttachCGroupSockOps, Program: prog})
+	case "sk_msg":
+		return attachSkMsg(prog, tgt.coll.Maps["client_socks"])
 	}
 	return nil, fmt.Errorf("no attach rule for section %q", section)
+}
+
+// skMsgAttachment detaches an sk_msg program from its sockhash. If weft
+// dies without detaching, the kernel frees the sockhash with weft's last
+// reference to it (the sockops link holds the other), and the sockets in
+// it return to the plain TCP path.
+type skMsgAttachment struct {
+	opts link.RawAttachProgramOptions
+}
+
+func attachSkMsg(prog *ebpf.Program, sockhash *ebpf.Map) (io.Closer, error) {
+	if sockhash == nil {
+		return nil, fmt.Errorf("sk_msg program without a sockhash")
+	}
+	opts := link.RawAttachProgramOptions{Target: sockhash.FD(), Program: prog, Attach: ebpf.AttachSkMsgVerdict}
+	if err := link.RawAttachProgram(opts); err != nil {
+		return nil, err
+	}
+	return &skMsgAttachment{opts: opts}, nil
+}
+
+func (a *skMsgAttachment) Close() error {
+	return link.RawDetachProgram(link.RawDetachProgramOptions(a.opts))
 }

@@ -58,7 +58,14 @@ type kprobeInflight struct {
 		Iovcnt uint32
 		Pad    uint32
 	}
-	Sk uint64
+	Sk         uint64
+	MsgClaimed uint8
+	Pad        [7]uint8
+}
+
+type kprobeInjectBuf struct {
+	_    structs.HostLayout
+	Data [4096]uint8
 }
 
 type kprobeSpanCtx struct {
@@ -73,31 +80,39 @@ type kprobeSpanCtx struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	kprobeMapActiveCtx          = "active_ctx"
-	kprobeMapEvents             = "events"
-	kprobeMapInflightRecv       = "inflight_recv"
-	kprobeMapInflightSend       = "inflight_send"
-	kprobeMapPidFilter          = "pid_filter"
-	kprobeMapScratch            = "scratch"
-	kprobeMapSentCtx            = "sent_ctx"
-	kprobeMapStats              = "stats"
-	kprobeMapTrackedSocks       = "tracked_socks"
-	kprobeProgWeftExec          = "weft_exec"
-	kprobeProgWeftExit          = "weft_exit"
-	kprobeProgWeftFork          = "weft_fork"
-	kprobeProgWeftSockState     = "weft_sock_state"
-	kprobeProgWeftTcpRecvmsg    = "weft_tcp_recvmsg"
-	kprobeProgWeftTcpRecvmsgRet = "weft_tcp_recvmsg_ret"
-	kprobeProgWeftTcpSendmsg    = "weft_tcp_sendmsg"
-	kprobeProgWeftTcpSendmsgRet = "weft_tcp_sendmsg_ret"
-	kprobeVarCaptureMax         = "capture_max"
-	kprobeVarNotifyExec         = "notify_exec"
-	kprobeVarSelfPid            = "self_pid"
-	kprobeVarTraceAll           = "trace_all"
-	kprobeVarUnusedCtxKind      = "unused_ctx_kind"
-	kprobeVarUnusedDirection    = "unused_direction"
-	kprobeVarUnusedEventKind    = "unused_event_kind"
-	kprobeVarUnusedStat         = "unused_stat"
+	kprobeMapActiveCtx             = "active_ctx"
+	kprobeMapClientSocks           = "client_socks"
+	kprobeMapConnecting            = "connecting"
+	kprobeMapEvents                = "events"
+	kprobeMapInflightBpfSend       = "inflight_bpf_send"
+	kprobeMapInflightRecv          = "inflight_recv"
+	kprobeMapInflightSend          = "inflight_send"
+	kprobeMapInjectScratch         = "inject_scratch"
+	kprobeMapPidFilter             = "pid_filter"
+	kprobeMapScratch               = "scratch"
+	kprobeMapSentCtx               = "sent_ctx"
+	kprobeMapStats                 = "stats"
+	kprobeMapTrackedSocks          = "tracked_socks"
+	kprobeProgWeftExec             = "weft_exec"
+	kprobeProgWeftExit             = "weft_exit"
+	kprobeProgWeftFork             = "weft_fork"
+	kprobeProgWeftInject           = "weft_inject"
+	kprobeProgWeftSockState        = "weft_sock_state"
+	kprobeProgWeftSockops          = "weft_sockops"
+	kprobeProgWeftTcpBpfSendmsg    = "weft_tcp_bpf_sendmsg"
+	kprobeProgWeftTcpBpfSendmsgRet = "weft_tcp_bpf_sendmsg_ret"
+	kprobeProgWeftTcpRecvmsg       = "weft_tcp_recvmsg"
+	kprobeProgWeftTcpRecvmsgRet    = "weft_tcp_recvmsg_ret"
+	kprobeProgWeftTcpSendmsg       = "weft_tcp_sendmsg"
+	kprobeProgWeftTcpSendmsgRet    = "weft_tcp_sendmsg_ret"
+	kprobeVarCaptureMax            = "capture_max"
+	kprobeVarNotifyExec            = "notify_exec"
+	kprobeVarSelfPid               = "self_pid"
+	kprobeVarTraceAll              = "trace_all"
+	kprobeVarUnusedCtxKind         = "unused_ctx_kind"
+	kprobeVarUnusedDirection       = "unused_direction"
+	kprobeVarUnusedEventKind       = "unused_event_kind"
+	kprobeVarUnusedStat            = "unused_stat"
 )
 
 // loadKprobe returns the embedded CollectionSpec for kprobe.
@@ -142,29 +157,37 @@ type kprobeSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type kprobeProgramSpecs struct {
-	WeftExec          *ebpf.ProgramSpec `ebpf:"weft_exec"`
-	WeftExit          *ebpf.ProgramSpec `ebpf:"weft_exit"`
-	WeftFork          *ebpf.ProgramSpec `ebpf:"weft_fork"`
-	WeftSockState     *ebpf.ProgramSpec `ebpf:"weft_sock_state"`
-	WeftTcpRecvmsg    *ebpf.ProgramSpec `ebpf:"weft_tcp_recvmsg"`
-	WeftTcpRecvmsgRet *ebpf.ProgramSpec `ebpf:"weft_tcp_recvmsg_ret"`
-	WeftTcpSendmsg    *ebpf.ProgramSpec `ebpf:"weft_tcp_sendmsg"`
-	WeftTcpSendmsgRet *ebpf.ProgramSpec `ebpf:"weft_tcp_sendmsg_ret"`
+	WeftExec             *ebpf.ProgramSpec `ebpf:"weft_exec"`
+	WeftExit             *ebpf.ProgramSpec `ebpf:"weft_exit"`
+	WeftFork             *ebpf.ProgramSpec `ebpf:"weft_fork"`
+	WeftInject           *ebpf.ProgramSpec `ebpf:"weft_inject"`
+	WeftSockState        *ebpf.ProgramSpec `ebpf:"weft_sock_state"`
+	WeftSockops          *ebpf.ProgramSpec `ebpf:"weft_sockops"`
+	WeftTcpBpfSendmsg    *ebpf.ProgramSpec `ebpf:"weft_tcp_bpf_sendmsg"`
+	WeftTcpBpfSendmsgRet *ebpf.ProgramSpec `ebpf:"weft_tcp_bpf_sendmsg_ret"`
+	WeftTcpRecvmsg       *ebpf.ProgramSpec `ebpf:"weft_tcp_recvmsg"`
+	WeftTcpRecvmsgRet    *ebpf.ProgramSpec `ebpf:"weft_tcp_recvmsg_ret"`
+	WeftTcpSendmsg       *ebpf.ProgramSpec `ebpf:"weft_tcp_sendmsg"`
+	WeftTcpSendmsgRet    *ebpf.ProgramSpec `ebpf:"weft_tcp_sendmsg_ret"`
 }
 
 // kprobeMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type kprobeMapSpecs struct {
-	ActiveCtx    *ebpf.MapSpec `ebpf:"active_ctx"`
-	Events       *ebpf.MapSpec `ebpf:"events"`
-	InflightRecv *ebpf.MapSpec `ebpf:"inflight_recv"`
-	InflightSend *ebpf.MapSpec `ebpf:"inflight_send"`
-	PidFilter    *ebpf.MapSpec `ebpf:"pid_filter"`
-	Scratch      *ebpf.MapSpec `ebpf:"scratch"`
-	SentCtx      *ebpf.MapSpec `ebpf:"sent_ctx"`
-	Stats        *ebpf.MapSpec `ebpf:"stats"`
-	TrackedSocks *ebpf.MapSpec `ebpf:"tracked_socks"`
+	ActiveCtx       *ebpf.MapSpec `ebpf:"active_ctx"`
+	ClientSocks     *ebpf.MapSpec `ebpf:"client_socks"`
+	Connecting      *ebpf.MapSpec `ebpf:"connecting"`
+	Events          *ebpf.MapSpec `ebpf:"events"`
+	InflightBpfSend *ebpf.MapSpec `ebpf:"inflight_bpf_send"`
+	InflightRecv    *ebpf.MapSpec `ebpf:"inflight_recv"`
+	InflightSend    *ebpf.MapSpec `ebpf:"inflight_send"`
+	InjectScratch   *ebpf.MapSpec `ebpf:"inject_scratch"`
+	PidFilter       *ebpf.MapSpec `ebpf:"pid_filter"`
+	Scratch         *ebpf.MapSpec `ebpf:"scratch"`
+	SentCtx         *ebpf.MapSpec `ebpf:"sent_ctx"`
+	Stats           *ebpf.MapSpec `ebpf:"stats"`
+	TrackedSocks    *ebpf.MapSpec `ebpf:"tracked_socks"`
 }
 
 // kprobeVariableSpecs contains global variables before they are loaded into the kernel.
@@ -201,23 +224,31 @@ func (o *kprobeObjects) Close() error {
 //
 // It can be passed to loadKprobeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type kprobeMaps struct {
-	ActiveCtx    *ebpf.Map `ebpf:"active_ctx"`
-	Events       *ebpf.Map `ebpf:"events"`
-	InflightRecv *ebpf.Map `ebpf:"inflight_recv"`
-	InflightSend *ebpf.Map `ebpf:"inflight_send"`
-	PidFilter    *ebpf.Map `ebpf:"pid_filter"`
-	Scratch      *ebpf.Map `ebpf:"scratch"`
-	SentCtx      *ebpf.Map `ebpf:"sent_ctx"`
-	Stats        *ebpf.Map `ebpf:"stats"`
-	TrackedSocks *ebpf.Map `ebpf:"tracked_socks"`
+	ActiveCtx       *ebpf.Map `ebpf:"active_ctx"`
+	ClientSocks     *ebpf.Map `ebpf:"client_socks"`
+	Connecting      *ebpf.Map `ebpf:"connecting"`
+	Events          *ebpf.Map `ebpf:"events"`
+	InflightBpfSend *ebpf.Map `ebpf:"inflight_bpf_send"`
+	InflightRecv    *ebpf.Map `ebpf:"inflight_recv"`
+	InflightSend    *ebpf.Map `ebpf:"inflight_send"`
+	InjectScratch   *ebpf.Map `ebpf:"inject_scratch"`
+	PidFilter       *ebpf.Map `ebpf:"pid_filter"`
+	Scratch         *ebpf.Map `ebpf:"scratch"`
+	SentCtx         *ebpf.Map `ebpf:"sent_ctx"`
+	Stats           *ebpf.Map `ebpf:"stats"`
+	TrackedSocks    *ebpf.Map `ebpf:"tracked_socks"`
 }
 
 func (m *kprobeMaps) Close() error {
 	return _KprobeClose(
 		m.ActiveCtx,
+		m.ClientSocks,
+		m.Connecting,
 		m.Events,
+		m.InflightBpfSend,
 		m.InflightRecv,
 		m.InflightSend,
+		m.InjectScratch,
 		m.PidFilter,
 		m.Scratch,
 		m.SentCtx,
@@ -244,14 +275,18 @@ type kprobeVariables struct {
 //
 // It can be passed to loadKprobeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type kprobePrograms struct {
-	WeftExec          *ebpf.Program `ebpf:"weft_exec"`
-	WeftExit          *ebpf.Program `ebpf:"weft_exit"`
-	WeftFork          *ebpf.Program `ebpf:"weft_fork"`
-	WeftSockState     *ebpf.Program `ebpf:"weft_sock_state"`
-	WeftTcpRecvmsg    *ebpf.Program `ebpf:"weft_tcp_recvmsg"`
-	WeftTcpRecvmsgRet *ebpf.Program `ebpf:"weft_tcp_recvmsg_ret"`
-	WeftTcpSendmsg    *ebpf.Program `ebpf:"weft_tcp_sendmsg"`
-	WeftTcpSendmsgRet *ebpf.Program `ebpf:"weft_tcp_sendmsg_ret"`
+	WeftExec             *ebpf.Program `ebpf:"weft_exec"`
+	WeftExit             *ebpf.Program `ebpf:"weft_exit"`
+	WeftFork             *ebpf.Program `ebpf:"weft_fork"`
+	WeftInject           *ebpf.Program `ebpf:"weft_inject"`
+	WeftSockState        *ebpf.Program `ebpf:"weft_sock_state"`
+	WeftSockops          *ebpf.Program `ebpf:"weft_sockops"`
+	WeftTcpBpfSendmsg    *ebpf.Program `ebpf:"weft_tcp_bpf_sendmsg"`
+	WeftTcpBpfSendmsgRet *ebpf.Program `ebpf:"weft_tcp_bpf_sendmsg_ret"`
+	WeftTcpRecvmsg       *ebpf.Program `ebpf:"weft_tcp_recvmsg"`
+	WeftTcpRecvmsgRet    *ebpf.Program `ebpf:"weft_tcp_recvmsg_ret"`
+	WeftTcpSendmsg       *ebpf.Program `ebpf:"weft_tcp_sendmsg"`
+	WeftTcpSendmsgRet    *ebpf.Program `ebpf:"weft_tcp_sendmsg_ret"`
 }
 
 func (p *kprobePrograms) Close() error {
@@ -259,7 +294,11 @@ func (p *kprobePrograms) Close() error {
 		p.WeftExec,
 		p.WeftExit,
 		p.WeftFork,
+		p.WeftInject,
 		p.WeftSockState,
+		p.WeftSockops,
+		p.WeftTcpBpfSendmsg,
+		p.WeftTcpBpfSendmsgRet,
 		p.WeftTcpRecvmsg,
 		p.WeftTcpRecvmsgRet,
 		p.WeftTcpSendmsg,

@@ -58,10 +58,16 @@ type tpInflight struct {
 		Iovcnt uint32
 		Pad    uint32
 	}
-	Sk   uint64
-	Kind uint8
-	Peek uint8
-	Pad  [6]uint8
+	Sk         uint64
+	Kind       uint8
+	Peek       uint8
+	MsgClaimed uint8
+	Pad        [5]uint8
+}
+
+type tpInjectBuf struct {
+	_    structs.HostLayout
+	Data [4096]uint8
 }
 
 type tpSpanCtx struct {
@@ -112,8 +118,11 @@ const (
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	tpMapActiveCtx          = "active_ctx"
+	tpMapClientSocks        = "client_socks"
+	tpMapConnecting         = "connecting"
 	tpMapEvents             = "events"
 	tpMapInflightCalls      = "inflight_calls"
+	tpMapInjectScratch      = "inject_scratch"
 	tpMapPidFilter          = "pid_filter"
 	tpMapScratch            = "scratch"
 	tpMapSentCtx            = "sent_ctx"
@@ -138,9 +147,11 @@ const (
 	tpProgWeftExitWrite     = "weft_exit_write"
 	tpProgWeftExitWritev    = "weft_exit_writev"
 	tpProgWeftFork          = "weft_fork"
+	tpProgWeftInject        = "weft_inject"
 	tpProgWeftSockRecv      = "weft_sock_recv"
 	tpProgWeftSockSend      = "weft_sock_send"
 	tpProgWeftSockState     = "weft_sock_state"
+	tpProgWeftSockops       = "weft_sockops"
 	tpVarCaptureMax         = "capture_max"
 	tpVarNotifyExec         = "notify_exec"
 	tpVarSelfPid            = "self_pid"
@@ -212,9 +223,11 @@ type tpProgramSpecs struct {
 	WeftExitWrite     *ebpf.ProgramSpec `ebpf:"weft_exit_write"`
 	WeftExitWritev    *ebpf.ProgramSpec `ebpf:"weft_exit_writev"`
 	WeftFork          *ebpf.ProgramSpec `ebpf:"weft_fork"`
+	WeftInject        *ebpf.ProgramSpec `ebpf:"weft_inject"`
 	WeftSockRecv      *ebpf.ProgramSpec `ebpf:"weft_sock_recv"`
 	WeftSockSend      *ebpf.ProgramSpec `ebpf:"weft_sock_send"`
 	WeftSockState     *ebpf.ProgramSpec `ebpf:"weft_sock_state"`
+	WeftSockops       *ebpf.ProgramSpec `ebpf:"weft_sockops"`
 }
 
 // tpMapSpecs contains maps before they are loaded into the kernel.
@@ -222,8 +235,11 @@ type tpProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type tpMapSpecs struct {
 	ActiveCtx     *ebpf.MapSpec `ebpf:"active_ctx"`
+	ClientSocks   *ebpf.MapSpec `ebpf:"client_socks"`
+	Connecting    *ebpf.MapSpec `ebpf:"connecting"`
 	Events        *ebpf.MapSpec `ebpf:"events"`
 	InflightCalls *ebpf.MapSpec `ebpf:"inflight_calls"`
+	InjectScratch *ebpf.MapSpec `ebpf:"inject_scratch"`
 	PidFilter     *ebpf.MapSpec `ebpf:"pid_filter"`
 	Scratch       *ebpf.MapSpec `ebpf:"scratch"`
 	SentCtx       *ebpf.MapSpec `ebpf:"sent_ctx"`
@@ -266,8 +282,11 @@ func (o *tpObjects) Close() error {
 // It can be passed to loadTpObjects or ebpf.CollectionSpec.LoadAndAssign.
 type tpMaps struct {
 	ActiveCtx     *ebpf.Map `ebpf:"active_ctx"`
+	ClientSocks   *ebpf.Map `ebpf:"client_socks"`
+	Connecting    *ebpf.Map `ebpf:"connecting"`
 	Events        *ebpf.Map `ebpf:"events"`
 	InflightCalls *ebpf.Map `ebpf:"inflight_calls"`
+	InjectScratch *ebpf.Map `ebpf:"inject_scratch"`
 	PidFilter     *ebpf.Map `ebpf:"pid_filter"`
 	Scratch       *ebpf.Map `ebpf:"scratch"`
 	SentCtx       *ebpf.Map `ebpf:"sent_ctx"`
@@ -278,8 +297,11 @@ type tpMaps struct {
 func (m *tpMaps) Close() error {
 	return _TpClose(
 		m.ActiveCtx,
+		m.ClientSocks,
+		m.Connecting,
 		m.Events,
 		m.InflightCalls,
+		m.InjectScratch,
 		m.PidFilter,
 		m.Scratch,
 		m.SentCtx,
@@ -325,9 +347,11 @@ type tpPrograms struct {
 	WeftExitWrite     *ebpf.Program `ebpf:"weft_exit_write"`
 	WeftExitWritev    *ebpf.Program `ebpf:"weft_exit_writev"`
 	WeftFork          *ebpf.Program `ebpf:"weft_fork"`
+	WeftInject        *ebpf.Program `ebpf:"weft_inject"`
 	WeftSockRecv      *ebpf.Program `ebpf:"weft_sock_recv"`
 	WeftSockSend      *ebpf.Program `ebpf:"weft_sock_send"`
 	WeftSockState     *ebpf.Program `ebpf:"weft_sock_state"`
+	WeftSockops       *ebpf.Program `ebpf:"weft_sockops"`
 }
 
 func (p *tpPrograms) Close() error {
@@ -351,9 +375,11 @@ func (p *tpPrograms) Close() error {
 		p.WeftExitWrite,
 		p.WeftExitWritev,
 		p.WeftFork,
+		p.WeftInject,
 		p.WeftSockRecv,
 		p.WeftSockSend,
 		p.WeftSockState,
+		p.WeftSockops,
 	)
 }
 

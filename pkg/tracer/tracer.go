@@ -6,12 +6,12 @@ package tracer
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
 
@@ -29,13 +29,19 @@ type Options struct {
 	SelfPID      uint32 // never traced
 	TraceAll     bool   // every process except SelfPID and ignored pids
 	NotifyExec   bool   // report execve so user space can select by name
+	// Propagation writes traceparent into the HTTP requests traced
+	// processes send (sockops + sk_msg on the cgroup v2 hierarchy).
+	Propagation bool
+	// Cgroup is the cgroup v2 directory whose sockets injection covers;
+	// default: the root of the cgroup2 mount in /proc/mounts.
+	Cgroup string
 }
 
 // Tracer is a loaded and attached set of programs.
 type Tracer struct {
 	path   kernel.Path
 	coll   *ebpf.Collection
-	links  []link.Link
+	links  []io.Closer
 	reader *ringbuf.Reader
 	rec    ringbuf.Record
 	log    *slog.Logger
@@ -102,9 +108,19 @@ func Open(opts Options) (*Tracer, error) {
 		return nil, err
 	}
 	t := &Tracer{path: opts.Path, coll: coll, log: slog.With("component", "tracer")}
+	tgt := attachTarget{coll: coll, cgroup: opts.Cgroup}
+	if opts.Propagation && tgt.cgroup == "" {
+		if tgt.cgroup, err = kernel.FindMount("cgroup2"); err != nil {
+			coll.Close()
+			return nil, fmt.Errorf("propagation needs cgroup v2: %w", err)
+		}
+	}
 	spec, _ := Spec(opts.Path)
 	for name, prog := range coll.Programs {
-		l, err := attach(spec.Programs[name].SectionName, prog)
+		if propagationPrograms[name] && !opts.Propagation {
+			continue
+		}
+		l, err := attach(spec.Programs[name].SectionName, prog, tgt)
 		if err != nil {
 			t.Close()
 			return nil, fmt.Errorf("attach %s: %w", name, err)
@@ -116,7 +132,8 @@ func Open(opts Options) (*Tracer, error) {
 		t.Close()
 		return nil, fmt.Errorf("open ring buffer: %w", err)
 	}
-	t.log.Info("attached", "path", opts.Path, "programs", len(t.links), "capture_bytes", opts.CaptureBytes)
+	t.log.Info("attached", "path", opts.Path, "programs", len(t.links), "capture_bytes", opts.CaptureBytes,
+		"propagation", opts.Propagation)
 	return t, nil
 }
 

@@ -143,7 +143,13 @@ func (p *proc) stop() {
 // startServer runs websrv and returns it with its address.
 func startServer(t *testing.T, args ...string) (*proc, string) {
 	t.Helper()
-	p := &proc{cmd: exec.Command(bins.websr, args...), done: make(chan struct{})}
+	return startListener(t, exec.Command(bins.websr, args...))
+}
+
+// startListener runs a server that prints its address as its first line.
+func startListener(t *testing.T, cmd *exec.Cmd) (*proc, string) {
+	t.Helper()
+	p := &proc{cmd: cmd, done: make(chan struct{})}
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +162,7 @@ func startServer(t *testing.T, args ...string) (*proc, string) {
 	t.Cleanup(func() { p.cmd.Process.Kill(); <-p.done })
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
-		t.Fatalf("websrv %v: no address: %v %s", args, err, p.Output())
+		t.Fatalf("%v: no address: %v %s", cmd.Args, err, p.Output())
 	}
 	go io.Copy(io.Discard, stdout)
 	return p, strings.TrimSpace(line)

@@ -25,6 +25,7 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
 	mode := flag.String("mode", "nethttp", "nethttp or thread")
 	downstream := flag.String("downstream", "", "host:port that /call calls (thread mode)")
+	downPath := flag.String("downstream-path", "/hello", "path /call requests downstream")
 	flag.Parse()
 
 	ln, err := net.Listen("tcp", *addr)
@@ -43,7 +44,7 @@ func main() {
 			if err != nil {
 				log.Fatal(err)
 			}
-			go serveThread(c, *downstream)
+			go serveThread(c, *downstream, *downPath)
 		}
 	default:
 		log.Fatalf("unknown mode %q", *mode)
@@ -89,7 +90,7 @@ func handlers() http.Handler {
 // serveThread keeps the connection's goroutine on one OS thread, so every
 // read and write of a request, including the downstream call, carries the
 // same thread id.
-func serveThread(c net.Conn, downstream string) {
+func serveThread(c net.Conn, downstream, downPath string) {
 	runtime.LockOSThread()
 	defer c.Close()
 	br := bufio.NewReader(c)
@@ -101,7 +102,7 @@ func serveThread(c net.Conn, downstream string) {
 		io.Copy(io.Discard, req.Body)
 		status, body := 200, "ok\n"
 		if req.URL.Path == "/call" && downstream != "" {
-			code, err := call(downstream, "/hello")
+			code, err := call(downstream, downPath)
 			if err != nil {
 				status, body = 502, err.Error()+"\n"
 			} else {
