@@ -220,6 +220,8 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 	__builtin_memset(h->trace_id, 0, sizeof(h->trace_id));
 	__builtin_memset(h->span_id, 0, sizeof(h->span_id));
 	__builtin_memset(h->parent_id, 0, sizeof(h->parent_id));
+	__builtin_memset(h->more_span_ids, 0, sizeof(h->more_span_ids));
+	h->n_more = 0;
 	assign_trace_context(h, e->data, n, pid_tgid);
 	if (bpf_ringbuf_output(&events, e, sizeof(*h) + n, wakeup_flags()) < 0) {
 		count(WEFT_STAT_LOST_RINGBUF);

@@ -66,7 +66,7 @@ static __always_inline char hexdigit(__u8 v)
 	return v < 10 ? '0' + v : 'a' + v - 10;
 }
 
-static __always_inline void format_traceparent(char *out, const struct client_span *cs)
+static __always_inline void format_traceparent(char *out, const struct client_span *cs, const __u8 *span_id)
 {
 	__builtin_memcpy(out, "traceparent: 00-", 16);
 	for (int i = 0; i < 16; i++) {
@@ -75,8 +75,8 @@ static __always_inline void format_traceparent(char *out, const struct client_sp
 	}
 	out[48] = '-';
 	for (int i = 0; i < 8; i++) {
-		out[49 + 2 * i] = hexdigit(cs->ctx.span_id[i] >> 4);
-		out[50 + 2 * i] = hexdigit(cs->ctx.span_id[i] & 0xf);
+		out[49 + 2 * i] = hexdigit(span_id[i] >> 4);
+		out[50 + 2 * i] = hexdigit(span_id[i] & 0xf);
 	}
 	out[65] = '-';
 	out[66] = hexdigit(cs->ctx.trace_flags >> 4);
@@ -91,6 +91,8 @@ static __always_inline void format_traceparent(char *out, const struct client_sp
  * possible request-line length). */
 struct inject_buf {
 	__u8 data[2 * INJECT_PULL];
+	struct client_span cs; /* the spans this send's requests get */
+	char hdr[TP_HEADER_LEN + 2];
 };
 
 struct {
@@ -100,21 +102,44 @@ struct {
 	__type(value, struct inject_buf);
 } inject_scratch SEC(".maps");
 
-struct line_scan {
+/* A request whose request line was not whole in its send: the traceparent
+ * goes after the line's CRLF in a later send on the same connection, with
+ * the ids decided (and reported) at the first send. */
+struct conn_key {
+	__u32 family;
+	__u32 local_port;
+	__u32 remote_port;
+	__u32 remote_ip[4];
+	__u32 local_ip[4];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct conn_key);
+	__type(value, struct client_span);
+} split_requests SEC(".maps");
+
+#define MAX_PIPELINED 4
+
+struct scan {
 	struct inject_buf *b;
 	__u32 len;
-	__u32 pos; /* result: offset just past the CRLF, 0 when not found */
-	bool tp;   /* result: a traceparent header line exists */
+	__u32 from;  /* where the scan starts */
+	__u32 pos;   /* eol_step: offset just past the CRLF; head_step: the blank line's CRLF */
+	bool tp;     /* head_step: a traceparent header line exists */
+	bool body;   /* head_step: Content-Length or Transfer-Encoding present */
 };
 
 static long eol_step(__u64 i, void *arg)
 {
-	struct line_scan *s = arg;
-	if (i + 2 > s->len)
+	struct scan *s = arg;
+	__u64 at = s->from + i;
+	if (at + 2 > s->len)
 		return 1;
-	__u8 *p = &s->b->data[i & (INJECT_PULL - 1)];
+	__u8 *p = &s->b->data[at & (INJECT_PULL - 1)];
 	if (p[0] == '\r' && p[1] == '\n') {
-		s->pos = i + 2;
+		s->pos = at + 2;
 		return 1;
 	}
 	return 0;
@@ -125,26 +150,89 @@ static __always_inline bool lower_eq(__u8 c, char want)
 	return (c | 0x20) == want;
 }
 
-/* Header lines start after each CRLF from s->pos on; stops at the blank
- * line that ends the head. */
-static long tp_header_step(__u64 i, void *arg)
+/* Walks the header lines that start after each CRLF from s->from, up to
+ * the blank line ending the head (s->pos, 0 if not within the bytes). */
+static long head_step(__u64 i, void *arg)
 {
-	struct line_scan *s = arg;
-	__u64 at = s->pos + i;
-	if (at + 14 > s->len)
+	struct scan *s = arg;
+	__u64 at = s->from + i;
+	if (at + 4 > s->len)
 		return 1;
 	__u8 *p = &s->b->data[at & (INJECT_PULL - 1)];
 	if (p[0] != '\r' || p[1] != '\n')
 		return 0;
-	if (p[2] == '\r' && p[3] == '\n')
-		return 1;
-	if (lower_eq(p[2], 't') && lower_eq(p[3], 'r') && lower_eq(p[4], 'a') && lower_eq(p[5], 'c') &&
-	    lower_eq(p[6], 'e') && lower_eq(p[7], 'p') && lower_eq(p[8], 'a') && lower_eq(p[9], 'r') &&
-	    lower_eq(p[10], 'e') && lower_eq(p[11], 'n') && lower_eq(p[12], 't') && p[13] == ':') {
-		s->tp = true;
+	if (p[2] == '\r' && p[3] == '\n') {
+		s->pos = at;
 		return 1;
 	}
+	if (at + 20 > s->len)
+		return 0;
+	if (lower_eq(p[2], 't') && lower_eq(p[3], 'r') && lower_eq(p[4], 'a') && lower_eq(p[5], 'c') &&
+	    lower_eq(p[6], 'e') && lower_eq(p[7], 'p') && lower_eq(p[8], 'a') && lower_eq(p[9], 'r') &&
+	    lower_eq(p[10], 'e') && lower_eq(p[11], 'n') && lower_eq(p[12], 't') && p[13] == ':')
+		s->tp = true;
+	if (lower_eq(p[2], 'c') && lower_eq(p[3], 'o') && lower_eq(p[4], 'n') && lower_eq(p[5], 't') &&
+	    lower_eq(p[6], 'e') && lower_eq(p[7], 'n') && lower_eq(p[8], 't') && p[9] == '-' &&
+	    lower_eq(p[10], 'l') && lower_eq(p[11], 'e'))
+		s->body = true;
+	if (lower_eq(p[2], 't') && lower_eq(p[3], 'r') && lower_eq(p[4], 'a') && lower_eq(p[5], 'n') &&
+	    lower_eq(p[6], 's') && lower_eq(p[7], 'f') && lower_eq(p[8], 'e') && lower_eq(p[9], 'r') &&
+	    p[10] == '-')
+		s->body = true;
 	return 0;
+}
+
+/* The request line that ends at eol says HTTP/1.x. */
+static __always_inline bool http1_line(struct inject_buf *b, __u32 eol)
+{
+	if (eol < 19) /* "GET / HTTP/1.1\r\n" is the shortest, plus a start offset */
+		return false;
+	__u8 *v = &b->data[(eol - 11) & (INJECT_PULL - 1)];
+	return v[0] == ' ' && v[1] == 'H' && v[2] == 'T' && v[3] == 'T' && v[4] == 'P' && v[5] == '/' &&
+	       v[6] == '1' && v[7] == '.';
+}
+
+static __always_inline void conn_key_of(struct sk_msg_md *msg, struct conn_key *k)
+{
+	k->family = msg->family;
+	k->local_port = msg->local_port;
+	k->remote_port = msg->remote_port;
+	if (msg->family == AF_INET6) {
+		k->remote_ip[0] = msg->remote_ip6[0];
+		k->remote_ip[1] = msg->remote_ip6[1];
+		k->remote_ip[2] = msg->remote_ip6[2];
+		k->remote_ip[3] = msg->remote_ip6[3];
+		k->local_ip[0] = msg->local_ip6[0];
+		k->local_ip[1] = msg->local_ip6[1];
+		k->local_ip[2] = msg->local_ip6[2];
+		k->local_ip[3] = msg->local_ip6[3];
+	} else {
+		k->remote_ip[0] = msg->remote_ip4;
+		k->local_ip[0] = msg->local_ip4;
+	}
+}
+
+/* Inserts the traceparent of span k of b->cs (0: the first request's,
+ * then the pipelined ones') at off. */
+static __noinline bool insert_tp(struct sk_msg_md *msg, __u32 off, struct inject_buf *b, __u32 k)
+{
+	if (!msg || !b)
+		return false;
+	const __u8 *sid = k == 0 ? b->cs.ctx.span_id : b->cs.more_span_ids[(k - 1) & 3];
+	format_traceparent(b->hdr, &b->cs, sid);
+	if (bpf_msg_push_data(msg, off, TP_HEADER_LEN, 0) < 0)
+		return false;
+	if (bpf_msg_pull_data(msg, off, off + TP_HEADER_LEN, 0) < 0) {
+		bpf_msg_pop_data(msg, off, TP_HEADER_LEN, 0); /* never send the hole */
+		return false;
+	}
+	__u8 *d = msg->data, *end = msg->data_end;
+	if ((void *)(d + TP_HEADER_LEN) > (void *)end) {
+		bpf_msg_pop_data(msg, off, TP_HEADER_LEN, 0);
+		return false;
+	}
+	__builtin_memcpy(d, b->hdr, TP_HEADER_LEN);
+	return true;
 }
 
 SEC("sk_msg")
@@ -156,14 +244,12 @@ int weft_inject(struct sk_msg_md *msg)
 	if (!claim_send_start(pid_tgid))
 		return SK_PASS; /* a later chunk of one large send */
 	__u32 size = msg->size;
-	if (size < 16)
+	if (size == 0)
 		return SK_PASS;
 	__u32 look = size < INJECT_PULL ? size : INJECT_PULL;
 	if (bpf_msg_pull_data(msg, 0, look, 0) < 0)
 		return SK_PASS;
 	__u8 *d = msg->data, *end = msg->data_end;
-	if ((void *)(d + 8) > (void *)end || !is_request_start(d, 8))
-		return SK_PASS;
 
 	__u32 zero = 0;
 	struct inject_buf *b = bpf_map_lookup_elem(&inject_scratch, &zero);
@@ -177,41 +263,84 @@ int weft_inject(struct sk_msg_md *msg)
 		n = i + 1;
 	}
 
-	/* The request line must be whole in this message and say HTTP/1.x. */
-	struct line_scan s = {.b = b, .len = n};
-	bpf_loop(REQUEST_LINE_MAX, eol_step, &s, 0);
-	__u32 eol = s.pos;
-	if (eol < 19) /* "GET / HTTP/1.1\r\n" is the shortest */
-		return SK_PASS;
-	__u8 *v = &b->data[(eol - 11) & (INJECT_PULL - 1)]; /* " HTTP/1.x\r\n" */
-	if (v[0] != ' ' || v[1] != 'H' || v[2] != 'T' || v[3] != 'T' || v[4] != 'P' || v[5] != '/' ||
-	    v[6] != '1' || v[7] != '.')
-		return SK_PASS;
-	/* A traceparent the application set itself stays the only one. */
-	s.pos = eol - 2;
-	bpf_loop(INJECT_SCAN, tp_header_step, &s, 0);
-	if (s.tp)
-		return SK_PASS;
+	struct conn_key ck = {};
+	conn_key_of(msg, &ck);
+	struct scan s = {.b = b, .len = n};
+	__u32 at[MAX_PIPELINED] = {};
+	__u32 count = 0;
+	struct client_span *cs = &b->cs;
+	__builtin_memset(cs, 0, sizeof(*cs));
 
-	struct client_span cs = {};
-	new_client_ctx(pid_tgid >> 32, correlation_key((__u32)pid_tgid), &cs.ctx, cs.parent_id);
-	char hdr[TP_HEADER_LEN];
-	format_traceparent(hdr, &cs);
-
-	if (bpf_msg_push_data(msg, eol, TP_HEADER_LEN, 0) < 0)
-		return SK_PASS;
-	if (bpf_msg_pull_data(msg, eol, eol + TP_HEADER_LEN, 0) < 0) {
-		bpf_msg_pop_data(msg, eol, TP_HEADER_LEN, 0); /* never send the hole */
+	struct client_span *split = bpf_map_lookup_elem(&split_requests, &ck);
+	if (split) {
+		/* This send continues a request line begun earlier. */
+		*cs = *split;
+		bpf_loop(REQUEST_LINE_MAX, eol_step, &s, 0);
+		if (!s.pos)
+			return SK_PASS; /* still no end of line: wait for more */
+		bpf_map_delete_elem(&split_requests, &ck);
+		__u32 eol = s.pos;
+		s.from = eol - 2;
+		s.pos = 0;
+		bpf_loop(INJECT_SCAN, head_step, &s, 0);
+		if (!s.tp)
+			insert_tp(msg, eol, b, 0);
 		return SK_PASS;
 	}
-	d = msg->data;
-	end = msg->data_end;
-	if ((void *)(d + TP_HEADER_LEN) > (void *)end) {
-		bpf_msg_pop_data(msg, eol, TP_HEADER_LEN, 0);
-		return SK_PASS;
+
+	/* Each request that starts here, pipelined ones included as long as
+	 * the previous one has no body to skip. */
+	__u32 pos = 0;
+#pragma clang loop unroll(disable)
+	for (int k = 0; k < MAX_PIPELINED; k++) {
+		if (pos + 8 > n || !is_request_start(&b->data[pos & (INJECT_PULL - 1)], 8))
+			break;
+		s.from = pos + 8;
+		s.pos = 0;
+		bpf_loop(REQUEST_LINE_MAX, eol_step, &s, 0);
+		__u32 eol = s.pos;
+		if (!eol) {
+			if (k == 0 && n == size) {
+				/* The request line continues in a later send. */
+				new_client_ctx(pid_tgid >> 32, correlation_key((__u32)pid_tgid), &cs->ctx, cs->parent_id);
+				bpf_map_update_elem(&split_requests, &ck, cs, BPF_ANY);
+				bpf_map_update_elem(&sent_ctx, &pid_tgid, cs, BPF_ANY);
+			}
+			break;
+		}
+		if (!http1_line(b, eol))
+			break;
+		s.from = eol - 2;
+		s.pos = 0;
+		s.tp = false;
+		s.body = false;
+		bpf_loop(INJECT_SCAN, head_step, &s, 0);
+		if (!s.tp) /* an application's own traceparent stays the only one */
+			at[count++ & (MAX_PIPELINED - 1)] = eol;
+		if (!s.pos || s.body)
+			break;
+		pos = s.pos + 4;
 	}
-	__builtin_memcpy(d, hdr, TP_HEADER_LEN);
-	bpf_map_update_elem(&sent_ctx, &pid_tgid, &cs, BPF_ANY);
+	if (count == 0)
+		return SK_PASS;
+
+	new_client_ctx(pid_tgid >> 32, correlation_key((__u32)pid_tgid), &cs->ctx, cs->parent_id);
+#pragma clang loop unroll(disable)
+	for (int k = 1; k < MAX_PIPELINED; k++) {
+		if (k >= count)
+			break;
+		random_ids(0, cs->more_span_ids[(k - 1) & 3]);
+		cs->n_more = k;
+	}
+	/* Last first, so that earlier offsets stay valid. */
+#pragma clang loop unroll(disable)
+	for (int k = MAX_PIPELINED - 1; k >= 0; k--) {
+		if (k >= count)
+			continue;
+		if (!insert_tp(msg, at[k & (MAX_PIPELINED - 1)], b, k))
+			return SK_PASS;
+	}
+	bpf_map_update_elem(&sent_ctx, &pid_tgid, cs, BPF_ANY);
 	return SK_PASS;
 }
 

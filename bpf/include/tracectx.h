@@ -12,6 +12,9 @@
 struct client_span {
 	struct span_ctx ctx;
 	__u8 parent_id[8];
+	__u8 more_span_ids[3][8]; /* pipelined requests after the first */
+	__u8 n_more;
+	__u8 _pad[7];
 };
 
 /* (tgid << 32 | correlation key) -> the server span being served. */
@@ -211,6 +214,8 @@ static __always_inline void client_request(struct event_header *h, const __u8 *d
 		__builtin_memcpy(h->trace_id, sent->ctx.trace_id, 16);
 		__builtin_memcpy(h->span_id, sent->ctx.span_id, 8);
 		__builtin_memcpy(h->parent_id, sent->parent_id, 8);
+		__builtin_memcpy(h->more_span_ids, sent->more_span_ids, sizeof(h->more_span_ids));
+		h->n_more = sent->n_more;
 		h->trace_flags = sent->ctx.trace_flags;
 		bpf_map_delete_elem(&sent_ctx, &pid_tgid);
 		return;

@@ -60,6 +60,11 @@ struct event_header {
 	__u8 trace_id[16];
 	__u8 span_id[8];
 	__u8 parent_id[8]; /* zero for a root span */
+	/* Pipelined requests in the same send: their client span ids, in
+	 * order after span_id (same trace and parent). */
+	__u8 more_span_ids[3][8];
+	__u8 n_more;
+	__u8 _pad2[7];
 };
 
 /* The active span of a correlation key, in the layout of the

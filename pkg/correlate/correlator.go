@@ -7,6 +7,7 @@ package correlate
 import (
 	"log/slog"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -62,11 +63,14 @@ type Stats struct {
 	Unmatched    atomic.Uint64 // responses with no request (capture began mid-exchange)
 	Overflow     atomic.Uint64 // requests dropped: too many pipelined
 	EvictedConns atomic.Uint64 // connections dropped by the MaxConns bound
+
+	mu     sync.Mutex
+	byKind httpparse.ErrorCounts // parse errors by reason
 }
 
 // Snapshot returns the counters by name for self-metrics.
 func (s *Stats) Snapshot() map[string]uint64 {
-	return map[string]uint64{
+	out := map[string]uint64{
 		"correlate_events":           s.Events.Load(),
 		"spans_server":               s.ServerSpans.Load(),
 		"spans_client":               s.ClientSpans.Load(),
@@ -78,6 +82,14 @@ func (s *Stats) Snapshot() map[string]uint64 {
 		"requests_pipeline_overflow": s.Overflow.Load(),
 		"conns_evicted":              s.EvictedConns.Load(),
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, n := range s.byKind {
+		if n > 0 {
+			out["parse_errors_"+httpparse.Error(i).String()] = n
+		}
+	}
+	return out
 }
 
 type activeKey struct {
@@ -111,10 +123,10 @@ type conn struct {
 	quiet    int
 	messages bool
 	// parse errors already counted, per parser
-	inErrs, outErrs uint64
+	inErrs, outErrs httpparse.ErrorCounts
 	// Span ids the kernel assigned to the request starting in the last
-	// segment of each direction, for the next request head parsed there.
-	inCtx, outCtx *kernelCtx
+	// segment of each direction, for the next request heads parsed there.
+	inCtx, outCtx []kernelCtx
 }
 
 // kernelCtx is a span the kernel assigned (and, for client requests,
@@ -126,11 +138,27 @@ type kernelCtx struct {
 	flags  byte
 }
 
-func ctxOf(ev *event.Event) *kernelCtx {
+// ctxOf lists the spans the kernel assigned to the requests an event
+// starts: the first, then pipelined ones sharing its trace and parent.
+func ctxOf(ev *event.Event) []kernelCtx {
 	if ev.Ctx == event.CtxNone {
 		return nil
 	}
-	return &kernelCtx{trace: ev.TraceID, span: ev.SpanID, parent: ev.ParentID, flags: ev.TraceFlags}
+	out := []kernelCtx{{trace: ev.TraceID, span: ev.SpanID, parent: ev.ParentID, flags: ev.TraceFlags}}
+	for _, id := range ev.MoreSpanIDs {
+		out = append(out, kernelCtx{trace: ev.TraceID, span: id, parent: ev.ParentID, flags: ev.TraceFlags})
+	}
+	return out
+}
+
+// takeCtx pops the next kernel-assigned span of a direction.
+func takeCtx(q *[]kernelCtx) (kernelCtx, bool) {
+	if len(*q) == 0 {
+		return kernelCtx{}, false
+	}
+	k := (*q)[0]
+	*q = (*q)[1:]
+	return k, true
 }
 
 // maxQuietSegments: a connection joined mid-stream waits for a start line,
@@ -243,13 +271,21 @@ func (c *Correlator) data(ev *event.Event) {
 }
 
 // countErrors adds what a parser counted since the last call; seen holds
-// the parser's total at that call.
-func (c *Correlator) countErrors(p *httpparse.Parser, seen *uint64) {
+// the parser's counts at that call.
+func (c *Correlator) countErrors(p *httpparse.Parser, seen *httpparse.ErrorCounts) {
 	e := p.Errors()
-	if n := e.Total(); n > *seen {
-		c.stats.ParseErrors.Add(n - *seen)
-		*seen = n
+	if e == *seen {
+		return
 	}
+	c.stats.mu.Lock()
+	for i := range e {
+		if d := e[i] - seen[i]; d > 0 {
+			c.stats.ParseErrors.Add(d)
+			c.stats.byKind[i] += d
+		}
+	}
+	c.stats.mu.Unlock()
+	*seen = e
 }
 
 func (c *Correlator) message(cn *conn, ev *event.Event, m *httpparse.Message) {
@@ -317,8 +353,7 @@ func (c *Correlator) newExchange(cn *conn, ev *event.Event, m *httpparse.Message
 
 func (c *Correlator) startServer(cn *conn, ev *event.Event, m *httpparse.Message) {
 	ex := c.newExchange(cn, ev, m, spans.KindServer)
-	if k := cn.inCtx; k != nil {
-		cn.inCtx = nil
+	if k, ok := takeCtx(&cn.inCtx); ok {
 		ex.span.TraceID, ex.span.SpanID, ex.span.ParentID, ex.span.TraceFlags = k.trace, k.span, k.parent, k.flags
 		ex.span.ParentRemote = k.parent.IsValid()
 	} else if tid, sid, flags, ok := httpparse.ParseTraceParent(m.TraceParent); ok {
@@ -336,8 +371,7 @@ func (c *Correlator) startServer(cn *conn, ev *event.Event, m *httpparse.Message
 
 func (c *Correlator) startClient(cn *conn, ev *event.Event, m *httpparse.Message) {
 	ex := c.newExchange(cn, ev, m, spans.KindClient)
-	if k := cn.outCtx; k != nil {
-		cn.outCtx = nil
+	if k, ok := takeCtx(&cn.outCtx); ok {
 		ex.span.TraceID, ex.span.SpanID, ex.span.ParentID, ex.span.TraceFlags = k.trace, k.span, k.parent, k.flags
 	} else if parent, ok := c.active[ex.key]; ok {
 		ex.span.TraceID = parent.span.TraceID
@@ -405,7 +439,7 @@ func (c *Correlator) closeConn(cn *conn, ts uint64) {
 		for _, side := range []struct {
 			p    *httpparse.Parser
 			q    *[]*exchange
-			seen *uint64
+			seen *httpparse.ErrorCounts
 		}{{cn.in, &cn.client, &cn.inErrs}, {cn.out, &cn.server, &cn.outErrs}} {
 			msgs := side.p.Close(ts)
 			c.countErrors(side.p, side.seen)

@@ -67,4 +67,7 @@ type Event struct {
 	SpanID     [8]byte
 	ParentID   [8]byte // zero for a root span
 	TraceFlags byte
+	// MoreSpanIDs are the client spans of requests pipelined after the
+	// first in the same send (same trace and parent), in order.
+	MoreSpanIDs [][8]byte
 }

@@ -44,6 +44,9 @@ func Decode(raw []byte, ev *event.Event) error {
 		ParentID:   h.ParentId,
 		TraceFlags: h.TraceFlags,
 	}
+	if n := int(min(h.N_more, uint8(len(h.MoreSpanIds)))); n > 0 {
+		ev.MoreSpanIDs = h.MoreSpanIds[:n]
+	}
 	switch h.Family {
 	case afInet:
 		ev.Local = netip.AddrPortFrom(netip.AddrFrom4([4]byte(h.Saddr[:4])), h.Sport)

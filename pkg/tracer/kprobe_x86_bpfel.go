@@ -14,9 +14,21 @@ import (
 )
 
 type kprobeClientSpan struct {
-	_        structs.HostLayout
-	Ctx      kprobeSpanCtx
-	ParentId [8]uint8
+	_           structs.HostLayout
+	Ctx         kprobeSpanCtx
+	ParentId    [8]uint8
+	MoreSpanIds [3][8]uint8
+	N_more      uint8
+	Pad         [7]uint8
+}
+
+type kprobeConnKey struct {
+	_          structs.HostLayout
+	Family     uint32
+	LocalPort  uint32
+	RemotePort uint32
+	RemoteIp   [4]uint32
+	LocalIp    [4]uint32
 }
 
 type kprobeEventBuf struct {
@@ -26,27 +38,30 @@ type kprobeEventBuf struct {
 }
 
 type kprobeEventHeader struct {
-	_          structs.HostLayout
-	TsNs       uint64
-	SockId     uint64
-	Pid        uint32
-	Tid        uint32
-	Key        uint32
-	Bytes      uint32
-	Captured   uint32
-	Sport      uint16
-	Dport      uint16
-	Saddr      [16]uint8
-	Daddr      [16]uint8
-	Family     uint16
-	Kind       uint8
-	Dir        uint8
-	CtxKind    uint8
-	TraceFlags uint8
-	Pad        [2]uint8
-	TraceId    [16]uint8
-	SpanId     [8]uint8
-	ParentId   [8]uint8
+	_           structs.HostLayout
+	TsNs        uint64
+	SockId      uint64
+	Pid         uint32
+	Tid         uint32
+	Key         uint32
+	Bytes       uint32
+	Captured    uint32
+	Sport       uint16
+	Dport       uint16
+	Saddr       [16]uint8
+	Daddr       [16]uint8
+	Family      uint16
+	Kind        uint8
+	Dir         uint8
+	CtxKind     uint8
+	TraceFlags  uint8
+	Pad         [2]uint8
+	TraceId     [16]uint8
+	SpanId      [8]uint8
+	ParentId    [8]uint8
+	MoreSpanIds [3][8]uint8
+	N_more      uint8
+	Pad2        [7]uint8
 }
 
 type kprobeInflight struct {
@@ -66,6 +81,8 @@ type kprobeInflight struct {
 type kprobeInjectBuf struct {
 	_    structs.HostLayout
 	Data [4096]uint8
+	Cs   kprobeClientSpan
+	Hdr  [72]int8
 }
 
 type kprobeSpanCtx struct {
@@ -91,6 +108,7 @@ const (
 	kprobeMapPidFilter             = "pid_filter"
 	kprobeMapScratch               = "scratch"
 	kprobeMapSentCtx               = "sent_ctx"
+	kprobeMapSplitRequests         = "split_requests"
 	kprobeMapStats                 = "stats"
 	kprobeMapTrackedSocks          = "tracked_socks"
 	kprobeProgWeftExec             = "weft_exec"
@@ -186,6 +204,7 @@ type kprobeMapSpecs struct {
 	PidFilter       *ebpf.MapSpec `ebpf:"pid_filter"`
 	Scratch         *ebpf.MapSpec `ebpf:"scratch"`
 	SentCtx         *ebpf.MapSpec `ebpf:"sent_ctx"`
+	SplitRequests   *ebpf.MapSpec `ebpf:"split_requests"`
 	Stats           *ebpf.MapSpec `ebpf:"stats"`
 	TrackedSocks    *ebpf.MapSpec `ebpf:"tracked_socks"`
 }
@@ -235,6 +254,7 @@ type kprobeMaps struct {
 	PidFilter       *ebpf.Map `ebpf:"pid_filter"`
 	Scratch         *ebpf.Map `ebpf:"scratch"`
 	SentCtx         *ebpf.Map `ebpf:"sent_ctx"`
+	SplitRequests   *ebpf.Map `ebpf:"split_requests"`
 	Stats           *ebpf.Map `ebpf:"stats"`
 	TrackedSocks    *ebpf.Map `ebpf:"tracked_socks"`
 }
@@ -252,6 +272,7 @@ func (m *kprobeMaps) Close() error {
 		m.PidFilter,
 		m.Scratch,
 		m.SentCtx,
+		m.SplitRequests,
 		m.Stats,
 		m.TrackedSocks,
 	)

@@ -14,9 +14,21 @@ import (
 )
 
 type tpClientSpan struct {
-	_        structs.HostLayout
-	Ctx      tpSpanCtx
-	ParentId [8]uint8
+	_           structs.HostLayout
+	Ctx         tpSpanCtx
+	ParentId    [8]uint8
+	MoreSpanIds [3][8]uint8
+	N_more      uint8
+	Pad         [7]uint8
+}
+
+type tpConnKey struct {
+	_          structs.HostLayout
+	Family     uint32
+	LocalPort  uint32
+	RemotePort uint32
+	RemoteIp   [4]uint32
+	LocalIp    [4]uint32
 }
 
 type tpEventBuf struct {
@@ -26,27 +38,30 @@ type tpEventBuf struct {
 }
 
 type tpEventHeader struct {
-	_          structs.HostLayout
-	TsNs       uint64
-	SockId     uint64
-	Pid        uint32
-	Tid        uint32
-	Key        uint32
-	Bytes      uint32
-	Captured   uint32
-	Sport      uint16
-	Dport      uint16
-	Saddr      [16]uint8
-	Daddr      [16]uint8
-	Family     uint16
-	Kind       uint8
-	Dir        uint8
-	CtxKind    uint8
-	TraceFlags uint8
-	Pad        [2]uint8
-	TraceId    [16]uint8
-	SpanId     [8]uint8
-	ParentId   [8]uint8
+	_           structs.HostLayout
+	TsNs        uint64
+	SockId      uint64
+	Pid         uint32
+	Tid         uint32
+	Key         uint32
+	Bytes       uint32
+	Captured    uint32
+	Sport       uint16
+	Dport       uint16
+	Saddr       [16]uint8
+	Daddr       [16]uint8
+	Family      uint16
+	Kind        uint8
+	Dir         uint8
+	CtxKind     uint8
+	TraceFlags  uint8
+	Pad         [2]uint8
+	TraceId     [16]uint8
+	SpanId      [8]uint8
+	ParentId    [8]uint8
+	MoreSpanIds [3][8]uint8
+	N_more      uint8
+	Pad2        [7]uint8
 }
 
 type tpInflight struct {
@@ -68,6 +83,8 @@ type tpInflight struct {
 type tpInjectBuf struct {
 	_    structs.HostLayout
 	Data [4096]uint8
+	Cs   tpClientSpan
+	Hdr  [72]int8
 }
 
 type tpSpanCtx struct {
@@ -126,6 +143,7 @@ const (
 	tpMapPidFilter          = "pid_filter"
 	tpMapScratch            = "scratch"
 	tpMapSentCtx            = "sent_ctx"
+	tpMapSplitRequests      = "split_requests"
 	tpMapStats              = "stats"
 	tpMapTrackedSocks       = "tracked_socks"
 	tpProgWeftEnterRead     = "weft_enter_read"
@@ -243,6 +261,7 @@ type tpMapSpecs struct {
 	PidFilter     *ebpf.MapSpec `ebpf:"pid_filter"`
 	Scratch       *ebpf.MapSpec `ebpf:"scratch"`
 	SentCtx       *ebpf.MapSpec `ebpf:"sent_ctx"`
+	SplitRequests *ebpf.MapSpec `ebpf:"split_requests"`
 	Stats         *ebpf.MapSpec `ebpf:"stats"`
 	TrackedSocks  *ebpf.MapSpec `ebpf:"tracked_socks"`
 }
@@ -290,6 +309,7 @@ type tpMaps struct {
 	PidFilter     *ebpf.Map `ebpf:"pid_filter"`
 	Scratch       *ebpf.Map `ebpf:"scratch"`
 	SentCtx       *ebpf.Map `ebpf:"sent_ctx"`
+	SplitRequests *ebpf.Map `ebpf:"split_requests"`
 	Stats         *ebpf.Map `ebpf:"stats"`
 	TrackedSocks  *ebpf.Map `ebpf:"tracked_socks"`
 }
@@ -305,6 +325,7 @@ func (m *tpMaps) Close() error {
 		m.PidFilter,
 		m.Scratch,
 		m.SentCtx,
+		m.SplitRequests,
 		m.Stats,
 		m.TrackedSocks,
 	)

@@ -24,11 +24,12 @@ import (
 )
 
 var bins struct {
-	once  sync.Once
-	dir   string
-	weft  string
-	websr string
-	err   error
+	once   sync.Once
+	dir    string
+	weft   string
+	websr  string
+	client string
+	err    error
 }
 
 // build compiles weft and the test server once per test binary, or takes
@@ -48,7 +49,9 @@ func build(t *testing.T) {
 		root := repoRoot()
 		bins.weft = filepath.Join(bins.dir, "weft")
 		bins.websr = filepath.Join(bins.dir, "websrv")
-		for out, pkg := range map[string]string{bins.weft: "./cmd/weft", bins.websr: "./test/e2e/testdata/websrv"} {
+		bins.client = filepath.Join(bins.dir, "rawclient")
+		for out, pkg := range map[string]string{bins.weft: "./cmd/weft", bins.websr: "./test/e2e/testdata/websrv",
+			bins.client: "./test/e2e/testdata/rawclient"} {
 			cmd := exec.Command("go", "build", "-o", out, pkg)
 			cmd.Dir = root
 			if b, err := cmd.CombinedOutput(); err != nil {

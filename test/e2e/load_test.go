@@ -19,6 +19,7 @@ func load(t *testing.T, url string, n, concurrency int) {
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	var next, failed atomic.Int64
+	var firstErr atomic.Value
 	var wg sync.WaitGroup
 	for range concurrency {
 		wg.Add(1)
@@ -28,19 +29,21 @@ func load(t *testing.T, url string, n, concurrency int) {
 				resp, err := client.Get(url)
 				if err != nil {
 					failed.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
 					continue
 				}
-				io.Copy(io.Discard, resp.Body)
+				b, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				if resp.StatusCode != 200 {
 					failed.Add(1)
+					firstErr.CompareAndSwap(nil, resp.Status+": "+string(b))
 				}
 			}
 		}()
 	}
 	wg.Wait()
 	if f := failed.Load(); f > 0 {
-		t.Fatalf("%d of %d requests failed", f, n)
+		t.Fatalf("%d of %d requests failed, first: %v", f, n, firstErr.Load())
 	}
 }
 

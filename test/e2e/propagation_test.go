@@ -147,4 +147,6 @@ func TestPropagationConcurrency(t *testing.T) {
 	for _, spans := range traces {
 		checkChainTrace(t, spans)
 	}
+	m, _ := w.Metrics()
+	t.Logf("metrics: %v", m)
 }

@@ -28,6 +28,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 def main():
     Handler.downstream = sys.argv[1] if len(sys.argv) > 1 else ""
+    # A deep accept queue: the default of 5 overflows under the tests' load.
+    http.server.ThreadingHTTPServer.request_queue_size = 128
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     print("127.0.0.1:%d" % srv.server_address[1], flush=True)
     srv.serve_forever()

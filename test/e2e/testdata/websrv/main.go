@@ -8,10 +8,18 @@ package main
 
 import (
 	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"flag"
 	"fmt"
 	"io"
 	"log"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -26,6 +34,7 @@ func main() {
 	mode := flag.String("mode", "nethttp", "nethttp or thread")
 	downstream := flag.String("downstream", "", "host:port that /call calls (thread mode)")
 	downPath := flag.String("downstream-path", "/hello", "path /call requests downstream")
+	useTLS := flag.Bool("tls", false, "serve HTTPS with a self-signed certificate (nethttp mode)")
 	flag.Parse()
 
 	ln, err := net.Listen("tcp", *addr)
@@ -35,6 +44,9 @@ func main() {
 	// The test reads the port from the first line.
 	fmt.Println(ln.Addr().String())
 	os.Stdout.Sync()
+	if *useTLS {
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{selfSigned()}})
+	}
 	switch *mode {
 	case "nethttp":
 		log.Fatal(http.Serve(ln, handlers()))
@@ -80,11 +92,35 @@ func handlers() http.Handler {
 			n -= k
 		}
 	})
+	mux.HandleFunc("/headers", func(w http.ResponseWriter, r *http.Request) {
+		// Raw header lines, as received: net/http would merge repeats.
+		fmt.Fprintf(w, "traceparent=%d %s\n", len(r.Header.Values("Traceparent")), strings.Join(r.Header.Values("Traceparent"), ","))
+	})
 	mux.HandleFunc("/upload", func(w http.ResponseWriter, r *http.Request) {
-		n, _ := io.Copy(io.Discard, r.Body)
-		fmt.Fprintf(w, "%d\n", n)
+		h := sha256.New()
+		n, _ := io.Copy(h, r.Body)
+		fmt.Fprintf(w, "%d %x\n", n, h.Sum(nil))
 	})
 	return mux
+}
+
+func selfSigned() tls.Certificate {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		log.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
 // serveThread keeps the connection's goroutine on one OS thread, so every

@@ -1,0 +1,240 @@
+package e2e
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/weftdev/weft/pkg/export/otlptest"
+)
+
+// heldClient is a rawclient waiting on stdin, so weft can be started with
+// its pid before it opens any connection.
+type heldClient struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   bytes.Buffer
+	errb  bytes.Buffer
+}
+
+func holdClient(t *testing.T, args ...string) *heldClient {
+	t.Helper()
+	h := &heldClient{cmd: exec.Command(bins.client, args...)}
+	h.cmd.Stdout, h.cmd.Stderr = &h.out, &h.errb
+	var err error
+	if h.stdin, err = h.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.cmd.Process.Kill() })
+	return h
+}
+
+func (h *heldClient) Pid() int { return h.cmd.Process.Pid }
+
+// Release lets the client run and returns what it printed.
+func (h *heldClient) Release(t *testing.T) string {
+	t.Helper()
+	io.WriteString(h.stdin, "go\n")
+	done := make(chan error, 1)
+	go func() { done <- h.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("client %v failed: %v\n%s%s", h.cmd.Args, err, h.out.String(), h.errb.String())
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("client %v stalled", h.cmd.Args)
+	}
+	return h.out.String()
+}
+
+// Requests weft injects into must stay valid HTTP that the server accepts,
+// with exactly one traceparent each.
+func TestInjectionKeepsRequestsValid(t *testing.T) {
+	setup(t)
+	srv, addr := startServer(t, "-mode=nethttp")
+	scenarios := map[string]int{"split": 1, "pipeline": 3, "hastp": 1}
+	clients := map[string]*heldClient{}
+	pids := []string{strconv.Itoa(srv.Pid())}
+	for name := range scenarios {
+		clients[name] = holdClient(t, "-target="+addr, "-scenario="+name)
+		pids = append(pids, strconv.Itoa(clients[name].Pid()))
+	}
+	startWeft(t, otlptest.Start(t), "--pid="+strings.Join(pids, ","))
+	for name, n := range scenarios {
+		out := clients[name].Release(t)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != n {
+			t.Errorf("%s: %d responses, want %d:\n%s", name, len(lines), n, out)
+			continue
+		}
+		for _, l := range lines {
+			if !strings.HasPrefix(l, "200 traceparent=1 00-") {
+				t.Errorf("%s: server saw %q, want one traceparent", name, l)
+			}
+		}
+		if name == "hastp" && !strings.Contains(out, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01") {
+			t.Errorf("the application's own traceparent was not kept: %s", out)
+		}
+	}
+}
+
+// A TLS connection is never touched: its bytes are not HTTP/1.x text.
+func TestInjectionLeavesTLSAlone(t *testing.T) {
+	setup(t)
+	srv, addr := startServer(t, "-mode=nethttp", "-tls")
+	c := holdClient(t, "-target="+addr, "-scenario=tls")
+	startWeft(t, otlptest.Start(t), fmt.Sprintf("--pid=%d,%d", srv.Pid(), c.Pid()))
+	if out := c.Release(t); !strings.HasPrefix(out, "traceparent=0") {
+		t.Fatalf("over TLS the server saw %q", out)
+	}
+}
+
+// Large bodies cross untouched in both directions, without a stall.
+func TestInjectionLargeBodies(t *testing.T) {
+	setup(t)
+	srv, addr := startServer(t, "-mode=nethttp")
+	const down = 100 << 20
+	run := func(traced bool) (string, string) {
+		dl := holdClient(t, "-target="+addr, "-scenario=download", "-bytes="+strconv.Itoa(down))
+		ul := holdClient(t, "-target="+addr, "-scenario=upload", "-bytes="+strconv.Itoa(1<<20))
+		if traced {
+			startWeft(t, otlptest.Start(t), fmt.Sprintf("--pid=%d,%d,%d", srv.Pid(), dl.Pid(), ul.Pid()))
+		}
+		return dl.Release(t), ul.Release(t)
+	}
+	plainDL, _ := run(false)
+	dl, ul := run(true)
+	zeros := sha256.Sum256(make([]byte, down))
+	if f := strings.Fields(dl); len(f) < 3 || f[0] != "got" || f[1] != strconv.Itoa(down) || f[2] != hex.EncodeToString(zeros[:]) {
+		t.Errorf("download damaged: %q", dl)
+	}
+	// "sent N sum" then "server N sum": the server got what was sent.
+	lines := strings.Split(strings.TrimSpace(ul), "\n")
+	if len(lines) != 2 || strings.TrimPrefix(lines[0], "sent ") != strings.TrimPrefix(lines[1], "server ") {
+		t.Errorf("upload damaged: %q", ul)
+	}
+	t.Logf("100 MB download without weft: %s; with weft: %s", lastField(plainDL), lastField(dl))
+}
+
+func lastField(s string) string {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return ""
+	}
+	return f[len(f)-1]
+}
+
+// SIGKILL weft under load: the traffic keeps flowing, and nothing of weft
+// stays attached in the kernel.
+func TestSIGKILLLeavesNothingAttached(t *testing.T) {
+	setup(t)
+	c := startChain(t)
+	w := startWeft(t, otlptest.Start(t), "--pid="+c.pids())
+
+	var sent, failed atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			client := &http.Client{Timeout: 10 * time.Second}
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				sent.Add(1)
+				resp, err := client.Get(c.url)
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 || !strings.Contains(string(b), "downstream said 200") {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	time.Sleep(2 * time.Second)
+	if err := w.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-w.done
+	time.Sleep(3 * time.Second)
+	close(stop)
+	wg.Wait()
+	if failed.Load() > 0 || sent.Load() == 0 {
+		t.Fatalf("%d of %d requests failed across weft's SIGKILL", failed.Load(), sent.Load())
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		left := weftPrograms(t)
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("weft's programs still loaded after SIGKILL: %v", left)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("%d requests, none failed; no weft program left", sent.Load())
+}
+
+// weftPrograms lists the kernel's loaded programs named weft_*.
+func weftPrograms(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.Command("bpftool", "prog", "show", "--json").Output()
+	if err != nil {
+		t.Fatalf("bpftool: %v", err)
+	}
+	var progs []struct {
+		Name string `json:"name"`
+		Pids []struct {
+			Pid int `json:"pid"`
+		} `json:"pids"`
+	}
+	if err := json.Unmarshal(out, &progs); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range progs {
+		// Other weft instances (parallel tests) may run: count only
+		// programs no live process holds, or held by no one at all.
+		if strings.HasPrefix(p.Name, "weft_") && !heldByLiveWeft(p.Pids) {
+			names = append(names, p.Name)
+		}
+	}
+	return names
+}
+
+func heldByLiveWeft(pids []struct {
+	Pid int `json:"pid"`
+}) bool {
+	for _, p := range pids {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p.Pid)); err == nil && strings.TrimSpace(string(b)) != "" {
+			return true
+		}
+	}
+	return false
+}
