@@ -260,8 +260,14 @@ int BPF_PROG(weft_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ptgid = BPF_CORE_READ(parent, tgid);
 	__u32 ctgid = BPF_CORE_READ(child, tgid);
-	if (ptgid == ctgid) /* a new thread, not a new process */
+	if (ptgid == ctgid) { /* a new thread, not a new process */
+		if (pid_traced(ptgid)) {
+			__u32 ctid = BPF_CORE_READ(child, pid);
+			__u32 ptid = BPF_CORE_READ(parent, pid);
+			bpf_map_update_elem(&thread_parent, &ctid, &ptid, BPF_ANY);
+		}
 		return 0;
+	}
 	__u32 *v = bpf_map_lookup_elem(&pid_filter, &ptgid);
 	if (v && *v == PID_TRACED) {
 		__u32 traced = PID_TRACED;

@@ -61,6 +61,22 @@ int weft_sockops(struct bpf_sock_ops *skops)
 	return 1;
 }
 
+/* For kernels whose sockops programs cannot call
+ * bpf_get_current_pid_tgid (before 6.x): every client connection in the
+ * cgroup enters the sockhash, and sk_msg alone picks the traced senders.
+ * User space loads exactly one of the two sockops programs. */
+SEC("sockops")
+int weft_sockops_any(struct bpf_sock_ops *skops)
+{
+	if (skops->family != AF_INET && skops->family != AF_INET6)
+		return 1;
+	if (skops->op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB) {
+		__u64 cookie = bpf_get_socket_cookie(skops);
+		bpf_sock_hash_update(skops, &client_socks, &cookie, BPF_ANY);
+	}
+	return 1;
+}
+
 static __always_inline char hexdigit(__u8 v)
 {
 	return v < 10 ? '0' + v : 'a' + v - 10;
@@ -255,12 +271,23 @@ int weft_inject(struct sk_msg_md *msg)
 	struct inject_buf *b = bpf_map_lookup_elem(&inject_scratch, &zero);
 	if (!b)
 		return SK_PASS;
+	/* Eight bytes a step keeps the verifier's walk of this loop short
+	 * (older verifiers give up on a byte-wise copy), then the tail. */
 	__u32 n = 0;
-	for (__u32 i = 0; i < INJECT_PULL; i++) {
-		if ((void *)(d + i + 1) > (void *)end)
+	for (__u32 i = 0; i < INJECT_PULL / 8; i++) {
+		if ((void *)(d + i * 8 + 8) > (void *)end)
 			break;
-		b->data[i] = d[i];
-		n = i + 1;
+		*(__u64 *)&b->data[i * 8] = *(__u64 *)(d + i * 8);
+		n += 8;
+	}
+	/* The tail: the message's last eight bytes, overlapping the copy. */
+	__u64 len = (void *)end - (void *)d;
+	if (n < len && len >= 8 && len <= INJECT_PULL) {
+		__u32 off = (len - 8) & (INJECT_PULL - 1);
+		if ((void *)(d + off + 8) <= (void *)end) {
+			*(__u64 *)&b->data[off] = *(__u64 *)(d + off);
+			n = off + 8;
+		}
 	}
 
 	struct conn_key ck = {};

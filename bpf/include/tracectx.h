@@ -34,6 +34,17 @@ struct {
 	__type(value, struct client_span);
 } sent_ctx SEC(".maps");
 
+/* thread id -> the thread that created it, for threads of traced
+ * processes: a request handed to a helper thread keeps its parent. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u32);
+} thread_parent SEC(".maps");
+
+#define THREAD_PARENT_DEPTH 3
+
 static __always_inline __u64 ctx_key(__u32 tgid, __u32 key)
 {
 	return ((__u64)tgid << 32) | key;
@@ -191,6 +202,18 @@ static __always_inline void new_client_ctx(__u32 tgid, __u32 key, struct span_ct
 {
 	__u64 k = ctx_key(tgid, key);
 	struct span_ctx *srv = bpf_map_lookup_elem(&active_ctx, &k);
+	/* A thread serving nothing itself may be a helper a serving thread
+	 * created: look up the creators, a few generations at most. The key
+	 * is a thread id here; logical ids (high bit) have no creator. */
+	__u32 tid = key;
+	for (int i = 0; i < THREAD_PARENT_DEPTH && !srv && !(tid & 0x80000000); i++) {
+		__u32 *ptid = bpf_map_lookup_elem(&thread_parent, &tid);
+		if (!ptid)
+			break;
+		tid = *ptid;
+		k = ctx_key(tgid, tid);
+		srv = bpf_map_lookup_elem(&active_ctx, &k);
+	}
 	if (srv) {
 		__builtin_memcpy(out->trace_id, srv->trace_id, 16);
 		__builtin_memcpy(parent, srv->span_id, 8);

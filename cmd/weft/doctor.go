@@ -61,6 +61,14 @@ func doctor(w io.Writer, root bool) error {
 	} else {
 		fmt.Fprintf(w, "attach path       %s\n", path)
 	}
+	switch {
+	case f.CgroupV2 == "":
+		fmt.Fprintln(w, "injection         NOT possible: no cgroup v2 mount for sockops (traces stop at each service)")
+	case tracer.SockopsKnowsProcess():
+		fmt.Fprintf(w, "injection         possible: sockops on %s picks traced processes' connections, sk_msg writes traceparent\n", f.CgroupV2)
+	default:
+		fmt.Fprintf(w, "injection         possible: sockops on %s takes every client connection (this kernel's sockops cannot tell the process), sk_msg writes traceparent only for traced processes\n", f.CgroupV2)
+	}
 	if root && f.BTF {
 		for _, p := range []kernel.Path{kernel.PathKprobe, kernel.PathTracepoint} {
 			coll, err := tracer.Load(tracer.Options{Path: p, CaptureBytes: 256, SelfPID: uint32(os.Getpid())})

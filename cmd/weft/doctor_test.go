@@ -21,6 +21,7 @@ func TestDoctorOnThisKernel(t *testing.T) {
 		"attach path       " + string(want),
 		"verifier kprobe     ok",
 		"verifier tracepoint ok",
+		"injection         possible",
 		"weft can run here.",
 	} {
 		if !strings.Contains(out.String(), line) {

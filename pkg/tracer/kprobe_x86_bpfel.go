@@ -110,6 +110,7 @@ const (
 	kprobeMapSentCtx               = "sent_ctx"
 	kprobeMapSplitRequests         = "split_requests"
 	kprobeMapStats                 = "stats"
+	kprobeMapThreadParent          = "thread_parent"
 	kprobeMapTrackedSocks          = "tracked_socks"
 	kprobeProgWeftExec             = "weft_exec"
 	kprobeProgWeftExit             = "weft_exit"
@@ -117,6 +118,7 @@ const (
 	kprobeProgWeftInject           = "weft_inject"
 	kprobeProgWeftSockState        = "weft_sock_state"
 	kprobeProgWeftSockops          = "weft_sockops"
+	kprobeProgWeftSockopsAny       = "weft_sockops_any"
 	kprobeProgWeftTcpBpfSendmsg    = "weft_tcp_bpf_sendmsg"
 	kprobeProgWeftTcpBpfSendmsgRet = "weft_tcp_bpf_sendmsg_ret"
 	kprobeProgWeftTcpRecvmsg       = "weft_tcp_recvmsg"
@@ -181,6 +183,7 @@ type kprobeProgramSpecs struct {
 	WeftInject           *ebpf.ProgramSpec `ebpf:"weft_inject"`
 	WeftSockState        *ebpf.ProgramSpec `ebpf:"weft_sock_state"`
 	WeftSockops          *ebpf.ProgramSpec `ebpf:"weft_sockops"`
+	WeftSockopsAny       *ebpf.ProgramSpec `ebpf:"weft_sockops_any"`
 	WeftTcpBpfSendmsg    *ebpf.ProgramSpec `ebpf:"weft_tcp_bpf_sendmsg"`
 	WeftTcpBpfSendmsgRet *ebpf.ProgramSpec `ebpf:"weft_tcp_bpf_sendmsg_ret"`
 	WeftTcpRecvmsg       *ebpf.ProgramSpec `ebpf:"weft_tcp_recvmsg"`
@@ -206,6 +209,7 @@ type kprobeMapSpecs struct {
 	SentCtx         *ebpf.MapSpec `ebpf:"sent_ctx"`
 	SplitRequests   *ebpf.MapSpec `ebpf:"split_requests"`
 	Stats           *ebpf.MapSpec `ebpf:"stats"`
+	ThreadParent    *ebpf.MapSpec `ebpf:"thread_parent"`
 	TrackedSocks    *ebpf.MapSpec `ebpf:"tracked_socks"`
 }
 
@@ -256,6 +260,7 @@ type kprobeMaps struct {
 	SentCtx         *ebpf.Map `ebpf:"sent_ctx"`
 	SplitRequests   *ebpf.Map `ebpf:"split_requests"`
 	Stats           *ebpf.Map `ebpf:"stats"`
+	ThreadParent    *ebpf.Map `ebpf:"thread_parent"`
 	TrackedSocks    *ebpf.Map `ebpf:"tracked_socks"`
 }
 
@@ -274,6 +279,7 @@ func (m *kprobeMaps) Close() error {
 		m.SentCtx,
 		m.SplitRequests,
 		m.Stats,
+		m.ThreadParent,
 		m.TrackedSocks,
 	)
 }
@@ -302,6 +308,7 @@ type kprobePrograms struct {
 	WeftInject           *ebpf.Program `ebpf:"weft_inject"`
 	WeftSockState        *ebpf.Program `ebpf:"weft_sock_state"`
 	WeftSockops          *ebpf.Program `ebpf:"weft_sockops"`
+	WeftSockopsAny       *ebpf.Program `ebpf:"weft_sockops_any"`
 	WeftTcpBpfSendmsg    *ebpf.Program `ebpf:"weft_tcp_bpf_sendmsg"`
 	WeftTcpBpfSendmsgRet *ebpf.Program `ebpf:"weft_tcp_bpf_sendmsg_ret"`
 	WeftTcpRecvmsg       *ebpf.Program `ebpf:"weft_tcp_recvmsg"`
@@ -318,6 +325,7 @@ func (p *kprobePrograms) Close() error {
 		p.WeftInject,
 		p.WeftSockState,
 		p.WeftSockops,
+		p.WeftSockopsAny,
 		p.WeftTcpBpfSendmsg,
 		p.WeftTcpBpfSendmsgRet,
 		p.WeftTcpRecvmsg,

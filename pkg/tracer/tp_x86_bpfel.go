@@ -145,6 +145,7 @@ const (
 	tpMapSentCtx            = "sent_ctx"
 	tpMapSplitRequests      = "split_requests"
 	tpMapStats              = "stats"
+	tpMapThreadParent       = "thread_parent"
 	tpMapTrackedSocks       = "tracked_socks"
 	tpProgWeftEnterRead     = "weft_enter_read"
 	tpProgWeftEnterReadv    = "weft_enter_readv"
@@ -170,6 +171,7 @@ const (
 	tpProgWeftSockSend      = "weft_sock_send"
 	tpProgWeftSockState     = "weft_sock_state"
 	tpProgWeftSockops       = "weft_sockops"
+	tpProgWeftSockopsAny    = "weft_sockops_any"
 	tpVarCaptureMax         = "capture_max"
 	tpVarNotifyExec         = "notify_exec"
 	tpVarSelfPid            = "self_pid"
@@ -246,6 +248,7 @@ type tpProgramSpecs struct {
 	WeftSockSend      *ebpf.ProgramSpec `ebpf:"weft_sock_send"`
 	WeftSockState     *ebpf.ProgramSpec `ebpf:"weft_sock_state"`
 	WeftSockops       *ebpf.ProgramSpec `ebpf:"weft_sockops"`
+	WeftSockopsAny    *ebpf.ProgramSpec `ebpf:"weft_sockops_any"`
 }
 
 // tpMapSpecs contains maps before they are loaded into the kernel.
@@ -263,6 +266,7 @@ type tpMapSpecs struct {
 	SentCtx       *ebpf.MapSpec `ebpf:"sent_ctx"`
 	SplitRequests *ebpf.MapSpec `ebpf:"split_requests"`
 	Stats         *ebpf.MapSpec `ebpf:"stats"`
+	ThreadParent  *ebpf.MapSpec `ebpf:"thread_parent"`
 	TrackedSocks  *ebpf.MapSpec `ebpf:"tracked_socks"`
 }
 
@@ -311,6 +315,7 @@ type tpMaps struct {
 	SentCtx       *ebpf.Map `ebpf:"sent_ctx"`
 	SplitRequests *ebpf.Map `ebpf:"split_requests"`
 	Stats         *ebpf.Map `ebpf:"stats"`
+	ThreadParent  *ebpf.Map `ebpf:"thread_parent"`
 	TrackedSocks  *ebpf.Map `ebpf:"tracked_socks"`
 }
 
@@ -327,6 +332,7 @@ func (m *tpMaps) Close() error {
 		m.SentCtx,
 		m.SplitRequests,
 		m.Stats,
+		m.ThreadParent,
 		m.TrackedSocks,
 	)
 }
@@ -373,6 +379,7 @@ type tpPrograms struct {
 	WeftSockSend      *ebpf.Program `ebpf:"weft_sock_send"`
 	WeftSockState     *ebpf.Program `ebpf:"weft_sock_state"`
 	WeftSockops       *ebpf.Program `ebpf:"weft_sockops"`
+	WeftSockopsAny    *ebpf.Program `ebpf:"weft_sockops_any"`
 }
 
 func (p *tpPrograms) Close() error {
@@ -401,6 +408,7 @@ func (p *tpPrograms) Close() error {
 		p.WeftSockSend,
 		p.WeftSockState,
 		p.WeftSockops,
+		p.WeftSockopsAny,
 	)
 }
 

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
 
@@ -85,6 +87,7 @@ func Load(opts Options) (*ebpf.Collection, error) {
 			return nil, fmt.Errorf("set %s: %w", name, err)
 		}
 	}
+	dropSockopsVariant(spec)
 	coll, err := ebpf.NewCollection(spec)
 	if err != nil {
 		var ve *ebpf.VerifierError
@@ -195,6 +198,23 @@ func (t *Tracer) Close() error {
 	}
 	t.coll.Close()
 	return errors.Join(errs...)
+}
+
+// dropSockopsVariant keeps the sockops program this kernel can run: the
+// one that checks the connecting process where sockops may ask for it,
+// else the one that takes every client connection.
+func dropSockopsVariant(spec *ebpf.CollectionSpec) {
+	if SockopsKnowsProcess() {
+		delete(spec.Programs, "weft_sockops_any")
+	} else {
+		delete(spec.Programs, "weft_sockops")
+	}
+}
+
+// SockopsKnowsProcess reports whether sockops programs may call
+// bpf_get_current_pid_tgid on this kernel.
+func SockopsKnowsProcess() bool {
+	return features.HaveProgramHelper(ebpf.SockOps, asm.FnGetCurrentPidTgid) == nil
 }
 
 const (

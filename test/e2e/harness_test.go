@@ -40,6 +40,7 @@ func build(t *testing.T) {
 		if dir := os.Getenv("WEFT_E2E_BIN_DIR"); dir != "" {
 			bins.weft = filepath.Join(dir, "weft")
 			bins.websr = filepath.Join(dir, "websrv")
+			bins.client = filepath.Join(dir, "rawclient")
 			return
 		}
 		bins.dir, bins.err = os.MkdirTemp("", "weft-e2e-")

@@ -18,7 +18,8 @@ import (
 // the thread serving the request: Go (front) → Python (middle) → Java (leaf).
 type chain struct {
 	front, middle, leaf *proc
-	url                 string
+	url                 string // the front's /call
+	middleURL           string // the middle's /call
 }
 
 func startChain(t *testing.T) chain {
@@ -36,7 +37,7 @@ func startChain(t *testing.T) chain {
 	frontCmd := exec.Command(bins.websr, "-mode=thread", "-downstream="+midAddr, "-downstream-path=/call")
 	frontCmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME=front")
 	front, frontAddr := startListener(t, frontCmd)
-	return chain{front: front, middle: middle, leaf: leaf, url: "http://" + frontAddr + "/call"}
+	return chain{front: front, middle: middle, leaf: leaf, url: "http://" + frontAddr + "/call", middleURL: "http://" + midAddr + "/call"}
 }
 
 func (c chain) pids() string {
@@ -149,4 +150,33 @@ func TestPropagationConcurrency(t *testing.T) {
 	}
 	m, _ := w.Metrics()
 	t.Logf("metrics: %v", m)
+}
+
+// A request whose downstream call is made by a thread the serving thread
+// created keeps its parent: the kernel follows the thread's creator.
+func TestPropagationThroughHelperThread(t *testing.T) {
+	setup(t)
+	rcv := otlptest.Start(t)
+	c := startChain(t)
+	startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", c.middle.Pid(), c.leaf.Pid()))
+
+	mid := strings.TrimSuffix(strings.TrimPrefix(c.middleURL, "http://"), "/call")
+	if out := curl(t, "http://"+mid+"/spawn"); !strings.Contains(out, "downstream said 200") {
+		t.Fatalf("middle answered %q", out)
+	}
+	got := waitSpans(t, rcv, 3, 30*time.Second, func(span) bool { return true })
+	var srv, cli, leaf span
+	for _, s := range got {
+		switch {
+		case s.service == "middle" && s.kind == tracepb.Span_SPAN_KIND_SERVER:
+			srv = s
+		case s.service == "middle" && s.kind == tracepb.Span_SPAN_KIND_CLIENT:
+			cli = s
+		case s.service == "leaf":
+			leaf = s
+		}
+	}
+	if len(got) != 3 || srv.id == "" || cli.parent != srv.id || leaf.parent != cli.id || leaf.trace != srv.trace {
+		t.Fatalf("helper thread's call not parented on the request:\n%s", dump(got))
+	}
 }

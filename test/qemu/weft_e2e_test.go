@@ -11,7 +11,8 @@ import (
 
 // guestTests are the end-to-end tests (test/e2e) that run inside the
 // guests: they need no curl or Python, which the initramfs lacks.
-var guestTests = []string{"TestGoNetHTTPServer", "TestParentChildOnSameThread", "TestBadInput"}
+var guestTests = []string{"TestGoNetHTTPServer", "TestParentChildOnSameThread", "TestBadInput",
+	"TestInjectionKeepsRequestsValid", "TestInjectionLeavesTLSAlone", "TestInjectionLargeBodies"}
 
 // buildStatic compiles a package of this module as a static binary; with
 // test set, its test binary.
@@ -38,9 +39,10 @@ func buildStatic(t *testing.T, pkg, name string, test bool) string {
 func TestWeftEndToEndInGuests(t *testing.T) {
 	kernels := testKernels(t)
 	bins := map[string]string{
-		"/opt/weft/weft":     buildStatic(t, "./cmd/weft", "weft", false),
-		"/opt/weft/websrv":   buildStatic(t, "./test/e2e/testdata/websrv", "websrv", false),
-		"/opt/weft/e2e.test": buildStatic(t, "./test/e2e", "e2e.test", true),
+		"/opt/weft/weft":      buildStatic(t, "./cmd/weft", "weft", false),
+		"/opt/weft/websrv":    buildStatic(t, "./test/e2e/testdata/websrv", "websrv", false),
+		"/opt/weft/rawclient": buildStatic(t, "./test/e2e/testdata/rawclient", "rawclient", false),
+		"/opt/weft/e2e.test":  buildStatic(t, "./test/e2e", "e2e.test", true),
 	}
 	for _, k := range kernels {
 		paths := []string{"kprobe"}

@@ -1,10 +1,12 @@
 """A thread-per-request Python service for weft's propagation tests.
 
-GET /call calls the downstream URL from the handling thread and answers
-with the status it got; any other path answers 200. Prints its port.
+GET /call calls the downstream URL from the handling thread, GET /spawn
+from a thread the handling thread creates, and both answer with the status
+they got; any other path answers 200. Prints its port.
 """
 import http.server
 import sys
+import threading
 import urllib.request
 
 
@@ -15,12 +17,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         status, body = 200, b"ok\n"
         if self.path.startswith("/call") and self.downstream:
-            with urllib.request.urlopen(self.downstream, timeout=10) as resp:
-                body = b"downstream said %d\n" % resp.status
+            body = self.call()
+        elif self.path.startswith("/spawn") and self.downstream:
+            result = []
+            helper = threading.Thread(target=lambda: result.append(self.call()))
+            helper.start()
+            helper.join()
+            body = result[0] if result else b"helper failed\n"
         self.send_response(status)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    def call(self):
+        with urllib.request.urlopen(self.downstream, timeout=10) as resp:
+            return b"downstream said %d\n" % resp.status
 
     def log_message(self, *args):
         pass
