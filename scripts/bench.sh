@@ -11,3 +11,7 @@ echo
 echo "## Saturation: wrk, 1 thread, 32 connections, 15 s per run, 3 off/on pairs"
 echo
 go run ./test/bench "$@"
+echo
+echo "## Propagation: a two-service chain at 1500 requests/s, weft off / on without injection / on"
+echo
+go run ./test/bench -chain -rate 1500 -modes off,noprop,on "$@"

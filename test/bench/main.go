@@ -31,9 +31,12 @@ var (
 	weftBin  = flag.String("weft", "bin/weft", "weft binary")
 	cpuProf  = flag.String("cpuprofile", "", "write a CPU profile of weft during the first traced run here")
 	rate     = flag.Int("rate", 0, "fixed request rate (open loop); 0 runs wrk at saturation")
+	chain    = flag.Bool("chain", false, "load a two-service chain (thread-per-request front calling a net/http backend)")
+	modes    = flag.String("modes", "off,on", "weft configurations, alternating: off, on, noprop (weft with --propagation=off)")
 )
 
 type run struct {
+	mode      string // off, on or noprop
 	traced    bool
 	reqPerSec float64
 	requests  float64
@@ -62,40 +65,62 @@ func main() {
 	check(os.WriteFile("/proc/sys/kernel/bpf_stats_enabled", []byte("1"), 0o644))
 	defer os.WriteFile("/proc/sys/kernel/bpf_stats_enabled", []byte("0"), 0o644)
 
-	srv := exec.Command(srvBin, "-mode=nethttp", "-addr=127.0.0.1:0")
-	stdout, _ := srv.StdoutPipe()
-	check(srv.Start())
-	defer srv.Process.Kill()
-	addr, err := bufio.NewReader(stdout).ReadString('\n')
-	check(err)
-	url := "http://" + strings.TrimSpace(addr) + "/hello"
+	backend, addr := startServer(srvBin, "-mode=nethttp", "-addr=127.0.0.1:0")
+	defer backend.Process.Kill()
+	url := "http://" + addr + "/hello"
+	pids := []int{backend.Process.Pid}
+	if *chain {
+		front, faddr := startServer(srvBin, "-mode=thread", "-addr=127.0.0.1:0", "-downstream="+addr)
+		defer front.Process.Kill()
+		url = "http://" + faddr + "/call"
+		pids = append(pids, front.Process.Pid)
+	}
 
 	otlp := startSink()
 	// Warm up the server and the page cache.
 	wrk(url, 3*time.Second)
 	var runs []run
+	order := strings.Split(*modes, ",")
 	for i := 0; i < *rounds; i++ {
-		for _, traced := range []bool{false, true} {
-			runs = append(runs, measure(url, srv.Process.Pid, traced, otlp))
+		for _, m := range order {
+			runs = append(runs, measure(url, pids, m, otlp))
 		}
 	}
-	report(runs)
+	report(runs, order)
 }
 
-func measure(url string, pid int, traced bool, otlp string) run {
-	r := run{traced: traced}
+func startServer(bin string, args ...string) (*exec.Cmd, string) {
+	srv := exec.Command(bin, args...)
+	stdout, _ := srv.StdoutPipe()
+	check(srv.Start())
+	addr, err := bufio.NewReader(stdout).ReadString('\n')
+	check(err)
+	return srv, strings.TrimSpace(addr)
+}
+
+func measure(url string, pids []int, mode string, otlp string) run {
+	r := run{mode: mode, traced: mode != "off"}
+	traced := r.traced
 	var w *exec.Cmd
 	var metrics string
 	if traced {
 		port := freePort()
 		metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
-		w = exec.Command(*weftBin, "run", "--probes=auto", "--pid="+strconv.Itoa(pid),
+		var ps []string
+		for _, p := range pids {
+			ps = append(ps, strconv.Itoa(p))
+		}
+		prop := "headers"
+		if mode == "noprop" {
+			prop = "off"
+		}
+		w = exec.Command(*weftBin, "run", "--probes=auto", "--pid="+strings.Join(ps, ","), "--propagation="+prop,
 			"--metrics-addr=127.0.0.1:"+strconv.Itoa(port), "--stats-interval=0", "--otlp-endpoint="+otlp, "--otlp-insecure")
 		w.Stdout, w.Stderr = nil, nil
 		check(w.Start())
 		waitHTTP(metrics)
 	}
-	before := cpuTime(pid)
+	before := cpuTimes(pids)
 	var weftBefore time.Duration
 	progBefore := map[string]progStat{}
 	if traced {
@@ -128,7 +153,7 @@ func measure(url string, pid int, traced bool, otlp string) run {
 	}
 	<-profDone
 	r.reqPerSec, r.requests, r.p50, r.p99 = res.rps, res.requests, res.p50, res.p99
-	r.srvCPU = cpuTime(pid) - before
+	r.srvCPU = cpuTimes(pids) - before
 	if traced {
 		r.weftCPU = cpuTime(w.Process.Pid) - weftBefore
 		r.weftRSSKB = rss(w.Process.Pid)
@@ -143,7 +168,7 @@ func measure(url string, pid int, traced bool, otlp string) run {
 		w.Process.Signal(os.Interrupt)
 		w.Wait()
 	}
-	log.Printf("traced=%v: %.0f req/s, p50 %v p99 %v, server CPU %v, weft CPU %v", traced, r.reqPerSec, r.p50, r.p99, r.srvCPU, r.weftCPU)
+	log.Printf("%s: %.0f req/s, p50 %v p99 %v, server CPU %v, weft CPU %v", mode, r.reqPerSec, r.p50, r.p99, r.srvCPU, r.weftCPU)
 	return r
 }
 
@@ -185,6 +210,14 @@ func wrk(url string, d time.Duration) wrkResult {
 		log.Fatalf("cannot read wrk output:\n%s", s)
 	}
 	return r
+}
+
+func cpuTimes(pids []int) time.Duration {
+	var t time.Duration
+	for _, p := range pids {
+		t += cpuTime(p)
+	}
+	return t
 }
 
 // cpuTime is utime+stime of a process, from /proc/<pid>/stat.
@@ -294,13 +327,13 @@ func check(err error) {
 	}
 }
 
-func report(runs []run) {
-	var off, on []run
+func report(runs []run, order []string) {
+	by := map[string][]run{}
+	var on []run
 	for _, r := range runs {
+		by[r.mode] = append(by[r.mode], r)
 		if r.traced {
 			on = append(on, r)
-		} else {
-			off = append(off, r)
 		}
 	}
 	mean := func(rs []run, f func(run) float64) float64 {
@@ -316,16 +349,31 @@ func report(runs []run) {
 	p99 := func(r run) float64 { return float64(r.p99.Microseconds()) }
 	weftPerReq := func(r run) float64 { return float64(r.weftCPU.Microseconds()) / r.requests }
 
-	fmt.Printf("| metric | weft off | weft on | on/off |\n|---|---|---|---|\n")
+	// One column per configuration, then each one's ratio to the first.
+	base := order[0]
+	fmt.Printf("| metric |")
+	for _, m := range order {
+		fmt.Printf(" weft %s |", m)
+	}
+	for _, m := range order[1:] {
+		fmt.Printf(" %s/%s |", m, base)
+	}
+	fmt.Printf("\n|---|%s\n", strings.Repeat("---|", 2*len(order)-1))
 	row := func(name string, f func(run) float64, unit string) {
-		a, b := mean(off, f), mean(on, f)
-		fmt.Printf("| %s | %.1f %s | %.1f %s | %.3f |\n", name, a, unit, b, unit, b/a)
+		fmt.Printf("| %s |", name)
+		for _, m := range order {
+			fmt.Printf(" %.1f %s |", mean(by[m], f), unit)
+		}
+		for _, m := range order[1:] {
+			fmt.Printf(" %.3f |", mean(by[m], f)/mean(by[base], f))
+		}
+		fmt.Println()
 	}
 	row("throughput", rps, "req/s")
 	row("server CPU per request", cpuPerReq, "µs")
 	row("latency p50", p50, "µs")
 	row("latency p99", p99, "µs")
-	fmt.Printf("| weft's own CPU per request | – | %.1f µs | – |\n", mean(on, weftPerReq))
+	row("weft's own CPU per request", weftPerReq, "µs")
 	var rssMax, lost, spans, reqs uint64
 	for _, r := range on {
 		rssMax = max(rssMax, r.weftRSSKB)
@@ -333,8 +381,7 @@ func report(runs []run) {
 		spans += r.spans
 		reqs += uint64(r.requests)
 	}
-	fmt.Printf("| weft RSS (max) | – | %d KiB | – |\n", rssMax)
-	fmt.Printf("| events lost | – | %d (spans %d for %d requests) | – |\n", lost, spans, reqs)
+	fmt.Printf("\nweft RSS (max) %d KiB; events lost %d (server spans %d for %d requests over all traced runs)\n", rssMax, lost, spans, reqs)
 	fmt.Printf("\nMean run time per call of each BPF program (kernel BPF stats, traced runs):\n\n| program | calls | mean ns |\n|---|---|---|\n")
 	total := map[string]progStat{}
 	for _, r := range on {
