@@ -67,6 +67,7 @@ static __always_inline int enter(void *map, struct sock *sk, struct msghdr *msg)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	if (!pid_traced(pid_tgid >> 32))
 		return 0;
+	refresh_slot((__u32)pid_tgid);
 	struct inflight f = {};
 	if (!read_iter(msg, &f.buf))
 		return 0;
@@ -145,4 +146,17 @@ SEC("kretprobe/tcp_recvmsg")
 int BPF_KRETPROBE(weft_tcp_recvmsg_ret, int ret)
 {
 	return leave(ctx, &inflight_recv, ret, WEFT_DIR_INGRESS);
+}
+
+/* ioctl(fd, cmd, arg): the JVM agent's mount protocol (mount.h). The
+ * syscall wrapper (__x64_sys_ioctl, found by the loader) takes the user
+ * registers as its one argument. */
+SEC("kprobe/sys_ioctl")
+int BPF_KPROBE(weft_sys_ioctl, struct pt_regs *regs)
+{
+	__u32 fd = (__u32)PT_REGS_PARM1_CORE(regs);
+	__u32 cmd = (__u32)PT_REGS_PARM2_CORE(regs);
+	__u64 arg = (__u64)PT_REGS_PARM3_CORE(regs);
+	handle_agent_ioctl(fd, cmd, arg);
+	return 0;
 }

@@ -30,6 +30,7 @@ static __always_inline int enter(__u8 kind, __u64 ptr, __u32 iovcnt)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	if (!pid_traced(pid_tgid >> 32))
 		return 0;
+	refresh_slot((__u32)pid_tgid);
 	struct inflight f = {};
 	f.buf.ptr = ptr;
 	f.buf.iovcnt = iovcnt;
@@ -148,3 +149,11 @@ SEC("tracepoint/syscalls/sys_exit_sendmsg")
 int weft_exit_sendmsg(struct trace_event_raw_sys_exit *ctx) { return leave(ctx); }
 SEC("tracepoint/syscalls/sys_exit_recvmsg")
 int weft_exit_recvmsg(struct trace_event_raw_sys_exit *ctx) { return leave(ctx); }
+
+/* ioctl(fd, cmd, arg): the JVM agent's mount protocol (mount.h). */
+SEC("tracepoint/syscalls/sys_enter_ioctl")
+int weft_enter_ioctl(struct trace_event_raw_sys_enter *ctx)
+{
+	handle_agent_ioctl((__u32)ctx->args[0], (__u32)ctx->args[1], ctx->args[2]);
+	return 0;
+}

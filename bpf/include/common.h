@@ -116,10 +116,64 @@ static __always_inline bool pid_traced(__u32 tgid)
 	return trace_all;
 }
 
-/* The correlation key; the JVM issue adds mounted logical ids. */
-static __always_inline __u32 correlation_key(__u32 tid)
+/* A JVM agent's packet (mount.h): ioctl(0, WEFT_IOCTL_CMD, packet) from a
+ * traced process. Anything else, or a packet that cannot be read, is
+ * left alone. */
+static __always_inline void handle_agent_ioctl(__u32 fd, __u32 cmd, __u64 arg)
 {
-	return tid;
+	if (fd != 0 || cmd != WEFT_IOCTL_CMD || !arg)
+		return;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	if (!pid_traced(pid_tgid >> 32))
+		return;
+	__u32 tid = (__u32)pid_tgid;
+	__u8 op = 0;
+	if (bpf_probe_read_user(&op, sizeof(op), (void *)arg) < 0) {
+		count(WEFT_STAT_BAD_PACKETS);
+		return;
+	}
+	if (op == WEFT_OP_UNMOUNT) {
+		bpf_map_delete_elem(&thread_key, &tid);
+		count(WEFT_STAT_AGENT_PACKETS);
+		return;
+	}
+	__u64 val = 0;
+	if (bpf_probe_read_user(&val, sizeof(val), (void *)(arg + 1)) < 0) {
+		count(WEFT_STAT_BAD_PACKETS);
+		return;
+	}
+	switch (op) {
+	case WEFT_OP_MOUNT: {
+		if (!(val & 0x7fffffff)) { /* no usable id: a malformed mount */
+			count(WEFT_STAT_BAD_PACKETS);
+			return;
+		}
+		__u32 k = logical_key(val);
+		bpf_map_update_elem(&thread_key, &tid, &k, BPF_ANY);
+		break;
+	}
+	case WEFT_OP_PARENT: {
+		struct thread_link link = { .tid = (__u32)val };
+		if (!link.tid || link.tid == tid) {
+			count(WEFT_STAT_BAD_PACKETS);
+			return;
+		}
+		bpf_map_update_elem(&thread_parent, &tid, &link, BPF_ANY);
+		break;
+	}
+	case WEFT_OP_SLOT:
+		if (val) {
+			bpf_map_update_elem(&thread_slot, &tid, &val, BPF_ANY);
+			refresh_slot(tid);
+		} else {
+			forget_thread(tid);
+		}
+		break;
+	default:
+		count(WEFT_STAT_BAD_PACKETS);
+		return;
+	}
+	count(WEFT_STAT_AGENT_PACKETS);
 }
 
 static __always_inline void fill_addrs(struct event_header *h, struct sock *sk)
@@ -263,8 +317,11 @@ int BPF_PROG(weft_fork, struct task_struct *parent, struct task_struct *child)
 	if (ptgid == ctgid) { /* a new thread, not a new process */
 		if (pid_traced(ptgid)) {
 			__u32 ctid = BPF_CORE_READ(child, pid);
-			__u32 ptid = BPF_CORE_READ(parent, pid);
-			bpf_map_update_elem(&thread_parent, &ctid, &ptid, BPF_ANY);
+			struct thread_link link = {
+				.tid = BPF_CORE_READ(parent, pid),
+				.since_ns = bpf_ktime_get_ns(),
+			};
+			bpf_map_update_elem(&thread_parent, &ctid, &link, BPF_ANY);
 		}
 		return 0;
 	}
@@ -296,9 +353,12 @@ int weft_exit(void *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
-	if (tgid != (__u32)pid_tgid) /* a thread, not the process */
-		return 0;
 	if (!pid_traced(tgid))
+		return 0;
+	__u32 tid = (__u32)pid_tgid;
+	forget_thread(tid);
+	bpf_map_delete_elem(&thread_parent, &tid);
+	if (tgid != tid) /* a thread, not the process */
 		return 0;
 	bpf_map_delete_elem(&pid_filter, &tgid);
 	emit_small(WEFT_EV_EXIT, 0, tgid, tgid);

@@ -7,6 +7,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include "weft.h"
+#include "mount.h"
 
 /* A client span chosen by sk_msg, waiting for its send's data event. */
 struct client_span {
@@ -34,13 +35,22 @@ struct {
 	__type(value, struct client_span);
 } sent_ctx SEC(".maps");
 
-/* thread id -> the thread that created it, for threads of traced
- * processes: a request handed to a helper thread keeps its parent. */
+/* Who a thread works for: the thread that created it (recorded at fork,
+ * since_ns = creation time) or, from a JVM agent's op 3, the thread that
+ * handed it work (since_ns = 0). */
+struct thread_link {
+	__u32 tid;
+	__u32 _pad;
+	__u64 since_ns;
+};
+
+/* thread id -> struct thread_link, for threads of traced processes: a
+ * request handed to a helper thread keeps its parent. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct thread_link);
 } thread_parent SEC(".maps");
 
 #define THREAD_PARENT_DEPTH 3
@@ -192,6 +202,7 @@ static __always_inline void server_request(struct event_header *h, const __u8 *d
 	__builtin_memcpy(active.trace_id, h->trace_id, 16);
 	__builtin_memcpy(active.span_id, h->span_id, 8);
 	active.trace_flags = h->trace_flags;
+	active.start_ns = h->ts_ns;
 	__u64 k = ctx_key(h->pid, h->key);
 	bpf_map_update_elem(&active_ctx, &k, &active, BPF_ANY);
 }
@@ -203,16 +214,22 @@ static __always_inline void new_client_ctx(__u32 tgid, __u32 key, struct span_ct
 	__u64 k = ctx_key(tgid, key);
 	struct span_ctx *srv = bpf_map_lookup_elem(&active_ctx, &k);
 	/* A thread serving nothing itself may be a helper a serving thread
-	 * created: look up the creators, a few generations at most. The key
-	 * is a thread id here; logical ids (high bit) have no creator. */
+	 * created (or, op 3, was handed work by): look up those threads, a few
+	 * generations at most, by their own keys. A logical id (high bit) is
+	 * not a thread and has no creator. */
 	__u32 tid = key;
-	for (int i = 0; i < THREAD_PARENT_DEPTH && !srv && !(tid & 0x80000000); i++) {
-		__u32 *ptid = bpf_map_lookup_elem(&thread_parent, &tid);
-		if (!ptid)
+	for (int i = 0; i < THREAD_PARENT_DEPTH && !srv && !(tid & WEFT_LOGICAL_BIT); i++) {
+		struct thread_link *link = bpf_map_lookup_elem(&thread_parent, &tid);
+		if (!link)
 			break;
-		tid = *ptid;
-		k = ctx_key(tgid, tid);
+		tid = link->tid;
+		__u64 since = link->since_ns;
+		k = ctx_key(tgid, correlation_key(tid));
 		srv = bpf_map_lookup_elem(&active_ctx, &k);
+		/* A request its creator began after creating it is not one the
+		 * thread was made for: a pool thread, reused, not a helper. */
+		if (srv && since && srv->start_ns > since)
+			srv = 0;
 	}
 	if (srv) {
 		__builtin_memcpy(out->trace_id, srv->trace_id, 16);

@@ -34,7 +34,9 @@ enum weft_stat {
 	WEFT_STAT_LOST_STASH = 2,    /* in-flight syscall map full */
 	WEFT_STAT_LOST_READ = 3,     /* payload could not be read from user memory */
 	WEFT_STAT_SOCK_TABLE_FULL = 4, /* tracked-socket map full: close may be missed */
-	WEFT_STAT_MAX = 5,
+	WEFT_STAT_AGENT_PACKETS = 5, /* JVM agent ioctl packets acted on */
+	WEFT_STAT_BAD_PACKETS = 6,   /* agent packets ignored: unreadable or unknown op */
+	WEFT_STAT_MAX = 7,
 };
 
 struct event_header {
@@ -75,6 +77,7 @@ struct span_ctx {
 	__u8 span_id[8];
 	__u8 trace_flags;
 	__u8 _pad[7];
+	__u64 start_ns; /* when the server span started (0 for client spans) */
 };
 
 #endif

@@ -96,6 +96,8 @@ func (l *loop) snapshot() map[string]uint64 {
 		out["events_lost_inflight_full"] = s.LostStash
 		out["payload_unreadable"] = s.LostRead
 		out["socket_table_full"] = s.SockTableFull
+		out["agent_packets"] = s.AgentPackets
+		out["agent_packets_ignored"] = s.BadPackets
 	}
 	return out
 }

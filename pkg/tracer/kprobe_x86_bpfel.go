@@ -91,6 +91,14 @@ type kprobeSpanCtx struct {
 	SpanId     [8]uint8
 	TraceFlags uint8
 	Pad        [7]uint8
+	StartNs    uint64
+}
+
+type kprobeThreadLink struct {
+	_       structs.HostLayout
+	Tid     uint32
+	Pad     uint32
+	SinceNs uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -110,7 +118,9 @@ const (
 	kprobeMapSentCtx               = "sent_ctx"
 	kprobeMapSplitRequests         = "split_requests"
 	kprobeMapStats                 = "stats"
+	kprobeMapThreadKey             = "thread_key"
 	kprobeMapThreadParent          = "thread_parent"
+	kprobeMapThreadSlot            = "thread_slot"
 	kprobeMapTrackedSocks          = "tracked_socks"
 	kprobeProgWeftExec             = "weft_exec"
 	kprobeProgWeftExit             = "weft_exit"
@@ -119,6 +129,7 @@ const (
 	kprobeProgWeftSockState        = "weft_sock_state"
 	kprobeProgWeftSockops          = "weft_sockops"
 	kprobeProgWeftSockopsAny       = "weft_sockops_any"
+	kprobeProgWeftSysIoctl         = "weft_sys_ioctl"
 	kprobeProgWeftTcpBpfSendmsg    = "weft_tcp_bpf_sendmsg"
 	kprobeProgWeftTcpBpfSendmsgRet = "weft_tcp_bpf_sendmsg_ret"
 	kprobeProgWeftTcpRecvmsg       = "weft_tcp_recvmsg"
@@ -184,6 +195,7 @@ type kprobeProgramSpecs struct {
 	WeftSockState        *ebpf.ProgramSpec `ebpf:"weft_sock_state"`
 	WeftSockops          *ebpf.ProgramSpec `ebpf:"weft_sockops"`
 	WeftSockopsAny       *ebpf.ProgramSpec `ebpf:"weft_sockops_any"`
+	WeftSysIoctl         *ebpf.ProgramSpec `ebpf:"weft_sys_ioctl"`
 	WeftTcpBpfSendmsg    *ebpf.ProgramSpec `ebpf:"weft_tcp_bpf_sendmsg"`
 	WeftTcpBpfSendmsgRet *ebpf.ProgramSpec `ebpf:"weft_tcp_bpf_sendmsg_ret"`
 	WeftTcpRecvmsg       *ebpf.ProgramSpec `ebpf:"weft_tcp_recvmsg"`
@@ -209,7 +221,9 @@ type kprobeMapSpecs struct {
 	SentCtx         *ebpf.MapSpec `ebpf:"sent_ctx"`
 	SplitRequests   *ebpf.MapSpec `ebpf:"split_requests"`
 	Stats           *ebpf.MapSpec `ebpf:"stats"`
+	ThreadKey       *ebpf.MapSpec `ebpf:"thread_key"`
 	ThreadParent    *ebpf.MapSpec `ebpf:"thread_parent"`
+	ThreadSlot      *ebpf.MapSpec `ebpf:"thread_slot"`
 	TrackedSocks    *ebpf.MapSpec `ebpf:"tracked_socks"`
 }
 
@@ -260,7 +274,9 @@ type kprobeMaps struct {
 	SentCtx         *ebpf.Map `ebpf:"sent_ctx"`
 	SplitRequests   *ebpf.Map `ebpf:"split_requests"`
 	Stats           *ebpf.Map `ebpf:"stats"`
+	ThreadKey       *ebpf.Map `ebpf:"thread_key"`
 	ThreadParent    *ebpf.Map `ebpf:"thread_parent"`
+	ThreadSlot      *ebpf.Map `ebpf:"thread_slot"`
 	TrackedSocks    *ebpf.Map `ebpf:"tracked_socks"`
 }
 
@@ -279,7 +295,9 @@ func (m *kprobeMaps) Close() error {
 		m.SentCtx,
 		m.SplitRequests,
 		m.Stats,
+		m.ThreadKey,
 		m.ThreadParent,
+		m.ThreadSlot,
 		m.TrackedSocks,
 	)
 }
@@ -309,6 +327,7 @@ type kprobePrograms struct {
 	WeftSockState        *ebpf.Program `ebpf:"weft_sock_state"`
 	WeftSockops          *ebpf.Program `ebpf:"weft_sockops"`
 	WeftSockopsAny       *ebpf.Program `ebpf:"weft_sockops_any"`
+	WeftSysIoctl         *ebpf.Program `ebpf:"weft_sys_ioctl"`
 	WeftTcpBpfSendmsg    *ebpf.Program `ebpf:"weft_tcp_bpf_sendmsg"`
 	WeftTcpBpfSendmsgRet *ebpf.Program `ebpf:"weft_tcp_bpf_sendmsg_ret"`
 	WeftTcpRecvmsg       *ebpf.Program `ebpf:"weft_tcp_recvmsg"`
@@ -326,6 +345,7 @@ func (p *kprobePrograms) Close() error {
 		p.WeftSockState,
 		p.WeftSockops,
 		p.WeftSockopsAny,
+		p.WeftSysIoctl,
 		p.WeftTcpBpfSendmsg,
 		p.WeftTcpBpfSendmsgRet,
 		p.WeftTcpRecvmsg,

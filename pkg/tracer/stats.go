@@ -9,6 +9,8 @@ type Stats struct {
 	LostStash     uint64 // in-flight call map was full
 	LostRead      uint64 // payload unreadable from user memory
 	SockTableFull uint64 // tracked-socket map full: a close may be missed
+	AgentPackets  uint64 // JVM agent mount packets acted on
+	BadPackets    uint64 // JVM agent packets ignored (unreadable, unknown op)
 }
 
 // Lost is the number of events the kernel could not deliver.
@@ -39,6 +41,8 @@ func (t *Tracer) Stats() (Stats, error) {
 		{tpWeftStatWEFT_STAT_LOST_STASH, &s.LostStash},
 		{tpWeftStatWEFT_STAT_LOST_READ, &s.LostRead},
 		{tpWeftStatWEFT_STAT_SOCK_TABLE_FULL, &s.SockTableFull},
+		{tpWeftStatWEFT_STAT_AGENT_PACKETS, &s.AgentPackets},
+		{tpWeftStatWEFT_STAT_BAD_PACKETS, &s.BadPackets},
 	} {
 		if *f.dst, err = sum(f.idx); err != nil {
 			return s, err

@@ -93,6 +93,14 @@ type tpSpanCtx struct {
 	SpanId     [8]uint8
 	TraceFlags uint8
 	Pad        [7]uint8
+	StartNs    uint64
+}
+
+type tpThreadLink struct {
+	_       structs.HostLayout
+	Tid     uint32
+	Pad     uint32
+	SinceNs uint64
 }
 
 type tpWeftCtxKind uint32
@@ -127,7 +135,9 @@ const (
 	tpWeftStatWEFT_STAT_LOST_STASH      tpWeftStat = 2
 	tpWeftStatWEFT_STAT_LOST_READ       tpWeftStat = 3
 	tpWeftStatWEFT_STAT_SOCK_TABLE_FULL tpWeftStat = 4
-	tpWeftStatWEFT_STAT_MAX             tpWeftStat = 5
+	tpWeftStatWEFT_STAT_AGENT_PACKETS   tpWeftStat = 5
+	tpWeftStatWEFT_STAT_BAD_PACKETS     tpWeftStat = 6
+	tpWeftStatWEFT_STAT_MAX             tpWeftStat = 7
 )
 
 // Names of all BPF objects in the ELF.
@@ -145,8 +155,11 @@ const (
 	tpMapSentCtx            = "sent_ctx"
 	tpMapSplitRequests      = "split_requests"
 	tpMapStats              = "stats"
+	tpMapThreadKey          = "thread_key"
 	tpMapThreadParent       = "thread_parent"
+	tpMapThreadSlot         = "thread_slot"
 	tpMapTrackedSocks       = "tracked_socks"
+	tpProgWeftEnterIoctl    = "weft_enter_ioctl"
 	tpProgWeftEnterRead     = "weft_enter_read"
 	tpProgWeftEnterReadv    = "weft_enter_readv"
 	tpProgWeftEnterRecvfrom = "weft_enter_recvfrom"
@@ -224,6 +237,7 @@ type tpSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type tpProgramSpecs struct {
+	WeftEnterIoctl    *ebpf.ProgramSpec `ebpf:"weft_enter_ioctl"`
 	WeftEnterRead     *ebpf.ProgramSpec `ebpf:"weft_enter_read"`
 	WeftEnterReadv    *ebpf.ProgramSpec `ebpf:"weft_enter_readv"`
 	WeftEnterRecvfrom *ebpf.ProgramSpec `ebpf:"weft_enter_recvfrom"`
@@ -266,7 +280,9 @@ type tpMapSpecs struct {
 	SentCtx       *ebpf.MapSpec `ebpf:"sent_ctx"`
 	SplitRequests *ebpf.MapSpec `ebpf:"split_requests"`
 	Stats         *ebpf.MapSpec `ebpf:"stats"`
+	ThreadKey     *ebpf.MapSpec `ebpf:"thread_key"`
 	ThreadParent  *ebpf.MapSpec `ebpf:"thread_parent"`
+	ThreadSlot    *ebpf.MapSpec `ebpf:"thread_slot"`
 	TrackedSocks  *ebpf.MapSpec `ebpf:"tracked_socks"`
 }
 
@@ -315,7 +331,9 @@ type tpMaps struct {
 	SentCtx       *ebpf.Map `ebpf:"sent_ctx"`
 	SplitRequests *ebpf.Map `ebpf:"split_requests"`
 	Stats         *ebpf.Map `ebpf:"stats"`
+	ThreadKey     *ebpf.Map `ebpf:"thread_key"`
 	ThreadParent  *ebpf.Map `ebpf:"thread_parent"`
+	ThreadSlot    *ebpf.Map `ebpf:"thread_slot"`
 	TrackedSocks  *ebpf.Map `ebpf:"tracked_socks"`
 }
 
@@ -332,7 +350,9 @@ func (m *tpMaps) Close() error {
 		m.SentCtx,
 		m.SplitRequests,
 		m.Stats,
+		m.ThreadKey,
 		m.ThreadParent,
+		m.ThreadSlot,
 		m.TrackedSocks,
 	)
 }
@@ -355,6 +375,7 @@ type tpVariables struct {
 //
 // It can be passed to loadTpObjects or ebpf.CollectionSpec.LoadAndAssign.
 type tpPrograms struct {
+	WeftEnterIoctl    *ebpf.Program `ebpf:"weft_enter_ioctl"`
 	WeftEnterRead     *ebpf.Program `ebpf:"weft_enter_read"`
 	WeftEnterReadv    *ebpf.Program `ebpf:"weft_enter_readv"`
 	WeftEnterRecvfrom *ebpf.Program `ebpf:"weft_enter_recvfrom"`
@@ -384,6 +405,7 @@ type tpPrograms struct {
 
 func (p *tpPrograms) Close() error {
 	return _TpClose(
+		p.WeftEnterIoctl,
 		p.WeftEnterRead,
 		p.WeftEnterReadv,
 		p.WeftEnterRecvfrom,

@@ -12,7 +12,8 @@ import (
 // guestTests are the end-to-end tests (test/e2e) that run inside the
 // guests: they need no curl or Python, which the initramfs lacks.
 var guestTests = []string{"TestGoNetHTTPServer", "TestParentChildOnSameThread", "TestBadInput",
-	"TestInjectionKeepsRequestsValid", "TestInjectionLeavesTLSAlone", "TestInjectionLargeBodies"}
+	"TestInjectionKeepsRequestsValid", "TestInjectionLeavesTLSAlone", "TestInjectionLargeBodies",
+	"TestMountProtocolInterop"}
 
 // buildStatic compiles a package of this module as a static binary; with
 // test set, its test binary.

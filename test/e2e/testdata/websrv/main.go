@@ -31,7 +31,7 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
-	mode := flag.String("mode", "nethttp", "nethttp or thread")
+	mode := flag.String("mode", "nethttp", "nethttp, thread or mounter")
 	downstream := flag.String("downstream", "", "host:port that /call calls (thread mode)")
 	downPath := flag.String("downstream-path", "/hello", "path /call requests downstream")
 	useTLS := flag.Bool("tls", false, "serve HTTPS with a self-signed certificate (nethttp mode)")
@@ -58,6 +58,8 @@ func main() {
 			}
 			go serveThread(c, *downstream, *downPath)
 		}
+	case "mounter":
+		serveMounter(ln, *downstream)
 	default:
 		log.Fatalf("unknown mode %q", *mode)
 	}

@@ -1,0 +1,82 @@
+/* Logical request ids that a JVM agent mounts on OS threads, so that the
+ * correlation key follows a request across coroutine and executor hops.
+ *
+ * Wire format (OBI's, byte-compatible): ioctl(0, 0x0b10b1, packet), the
+ * packet is 9 bytes: op, then a u64 little-endian argument.
+ *   op 3     the calling thread works for thread <arg> (executor hand-off)
+ *   op 4     mount logical id <arg> on the calling thread
+ *   op 5     unmount
+ *   op 0x57  weft's extension: <arg> is the address of a u64 slot in the
+ *            calling thread's memory (0 unregisters). The kernel reads the
+ *            slot at each socket event of the thread, so that mounting is a
+ *            memory write instead of a syscall. Nonzero = mounted id.
+ * The syscall itself fails (ENOTTY/EBADF): the kernel side only observes. */
+#ifndef WEFT_MOUNT_H
+#define WEFT_MOUNT_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+
+#define WEFT_IOCTL_CMD 0x0b10b1
+#define WEFT_OP_PARENT 3
+#define WEFT_OP_MOUNT 4
+#define WEFT_OP_UNMOUNT 5
+#define WEFT_OP_SLOT 0x57
+#define WEFT_LOGICAL_BIT 0x80000000u
+
+/* tid -> the correlation key of the logical id mounted on that thread. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u32);
+} thread_key SEC(".maps");
+
+/* tid -> user address of the thread's mount slot. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u64);
+} thread_slot SEC(".maps");
+
+static __always_inline __u32 logical_key(__u64 id)
+{
+	return WEFT_LOGICAL_BIT | (__u32)(id & 0x7fffffff);
+}
+
+/* The correlation key of a thread: its mounted logical id, else itself.
+ * Any program type can call this (sk_msg included). */
+static __always_inline __u32 correlation_key(__u32 tid)
+{
+	__u32 *k = bpf_map_lookup_elem(&thread_key, &tid);
+	return k ? *k : tid;
+}
+
+/* Tracing programs only (they may read user memory): bring the thread's
+ * key up to date with its slot. Called where a socket call starts, before
+ * sk_msg runs for it. An unreadable slot keeps the previous key. */
+static __always_inline void refresh_slot(__u32 tid)
+{
+	__u64 *addr = bpf_map_lookup_elem(&thread_slot, &tid);
+	if (!addr)
+		return;
+	__u64 id = 0;
+	if (bpf_probe_read_user(&id, sizeof(id), (void *)*addr) < 0)
+		return;
+	if (id & 0x7fffffff) {
+		__u32 k = logical_key(id);
+		bpf_map_update_elem(&thread_key, &tid, &k, BPF_ANY);
+	} else {
+		bpf_map_delete_elem(&thread_key, &tid);
+	}
+}
+
+/* A thread of a traced process ended: its tid may be reused. */
+static __always_inline void forget_thread(__u32 tid)
+{
+	bpf_map_delete_elem(&thread_key, &tid);
+	bpf_map_delete_elem(&thread_slot, &tid);
+}
+
+#endif
