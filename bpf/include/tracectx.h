@@ -121,66 +121,108 @@ struct tp_scan {
 	const __u8 *data; /* points at event_buf.data, 3 * WEFT_MAX_CAPTURE long */
 	__u32 len;
 	__u32 found;      /* offset of the value, 0 when not found */
+	__u8 cont;        /* data continues a header block: offset 0 starts a line */
+	__u8 head_end;    /* the blank line ending the header block was seen */
+	__u8 _pad[6];
 };
 
-/* bpf_loop callback: is there a "traceparent:" header line at i? */
+/* Is there "traceparent:" (any case) at p? */
+static __always_inline bool tp_name_at(const __u8 *p)
+{
+	const char name[] = "traceparent:";
+	for (int k = 0; k < 12; k++)
+		if ((p[k] | 0x20) != (name[k] | 0x20) && !(name[k] == ':' && p[k] == ':'))
+			return false;
+	return true;
+}
+
+/* bpf_loop callback: is there a "traceparent:" header line at i, or the
+ * end of the header block? */
 static long tp_scan_step(__u64 i, void *arg)
 {
 	struct tp_scan *s = arg;
-	if (i + 14 + TP_VALUE_LEN > s->len)
+	if (i + 3 > s->len)
 		return 1;
 	i &= WEFT_MAX_CAPTURE - 1;
 	const __u8 *p = s->data + i;
-	if (p[0] != '\n' || (p[1] | 0x20) != 't')
+	if (p[0] == '\n' && p[1] == '\r' && p[2] == '\n') {
+		s->head_end = 1;
+		return 1;
+	}
+	__u32 name = 0; /* offset of the header name */
+	if (i == 0 && s->cont)
+		name = 0;
+	else if (p[0] == '\n')
+		name = i + 1;
+	else
 		return 0;
-	const char name[] = "traceparent:";
-	for (int k = 1; k < 12; k++)
-		if ((p[1 + k] | 0x20) != (name[k] | 0x20) && !(name[k] == ':' && p[1 + k] == ':'))
-			return 0;
-	__u32 v = i + 13;
-	if (p[13] == ' ' || p[13] == '\t')
+	if (name + 13 + TP_VALUE_LEN > s->len)
+		return 0; /* too short for a value: look on for the head's end */
+	name &= WEFT_MAX_CAPTURE - 1;
+	const __u8 *q = s->data + name;
+	if ((q[0] | 0x20) != 't' || !tp_name_at(q))
+		return 0;
+	__u32 v = name + 12;
+	if (q[12] == ' ' || q[12] == '\t')
 		v++;
 	s->found = v;
 	return 1;
 }
 
+enum tp_result {
+	TP_FOUND = 1,   /* a valid traceparent */
+	TP_ABSENT = 2,  /* none (or an invalid one) in the header block */
+	TP_NOT_YET = 3, /* none in these bytes, and the header block goes on */
+};
+
 /* Parses a W3C traceparent (version 00) header from captured request
- * bytes into ctx (trace id, parent span id in span_id, flags). */
-static __always_inline bool parse_traceparent(const __u8 *data, __u32 len, struct span_ctx *ctx)
+ * bytes into ctx (trace id, parent span id in span_id, flags). With cont,
+ * data continues a header block that an earlier segment began. */
+static __always_inline enum tp_result parse_traceparent(const __u8 *data, __u32 len, bool cont, struct span_ctx *ctx)
 {
-	struct tp_scan s = {.data = data, .len = len};
+	struct tp_scan s = {.data = data, .len = len, .cont = cont};
 	bpf_loop(TP_SCAN_MAX, tp_scan_step, &s, 0);
 	if (!s.found)
-		return false;
+		return s.head_end ? TP_ABSENT : TP_NOT_YET;
 	const __u8 *v = data + (s.found & (WEFT_MAX_CAPTURE - 1));
 	if (v[0] != '0' || v[1] != '0' || v[2] != '-' || v[35] != '-' || v[52] != '-')
-		return false;
+		return TP_ABSENT;
 	__u8 any = 0;
 	for (int k = 0; k < 16; k++) {
 		int hi = unhex(v[3 + 2 * k]), lo = unhex(v[4 + 2 * k]);
 		if (hi < 0 || lo < 0)
-			return false;
+			return TP_ABSENT;
 		ctx->trace_id[k] = hi << 4 | lo;
 		any |= ctx->trace_id[k];
 	}
 	if (!any)
-		return false;
+		return TP_ABSENT;
 	any = 0;
 	for (int k = 0; k < 8; k++) {
 		int hi = unhex(v[36 + 2 * k]), lo = unhex(v[37 + 2 * k]);
 		if (hi < 0 || lo < 0)
-			return false;
+			return TP_ABSENT;
 		ctx->span_id[k] = hi << 4 | lo;
 		any |= ctx->span_id[k];
 	}
 	if (!any)
-		return false;
+		return TP_ABSENT;
 	int fh = unhex(v[53]), fl = unhex(v[54]);
 	if (fh < 0 || fl < 0)
-		return false;
+		return TP_ABSENT;
 	ctx->trace_flags = fh << 4 | fl;
-	return true;
+	return TP_FOUND;
 }
+
+/* socket -> (tgid << 32 | key) of a server span whose request head was cut
+ * before its end with no traceparent yet: the next segments may carry it
+ * (injection by sk_msg can split the head where it inserts). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, __u64);
+} pending_head SEC(".maps");
 
 /* A traced process received the start of a request: its server span
  * continues an incoming traceparent or starts a trace, and becomes the
@@ -189,7 +231,9 @@ static __always_inline void server_request(struct event_header *h, const __u8 *d
 {
 	struct span_ctx in = {};
 	struct span_ctx active = {};
-	if (parse_traceparent(data, n, &in)) {
+	__u64 k = ctx_key(h->pid, h->key);
+	enum tp_result r = parse_traceparent(data, n, false, &in);
+	if (r == TP_FOUND) {
 		__builtin_memcpy(h->trace_id, in.trace_id, 16);
 		__builtin_memcpy(h->parent_id, in.span_id, 8);
 		h->trace_flags = in.trace_flags;
@@ -198,13 +242,46 @@ static __always_inline void server_request(struct event_header *h, const __u8 *d
 		random_ids(h->trace_id, h->span_id);
 		h->trace_flags = 1; /* sampled: weft records every request */
 	}
+	/* Only a head cut by the segment, not by the capture limit, goes on
+	 * in the next segments weft sees. */
+	if (r == TP_NOT_YET && n == h->bytes)
+		bpf_map_update_elem(&pending_head, &h->sock_id, &k, BPF_ANY);
+	else
+		bpf_map_delete_elem(&pending_head, &h->sock_id);
 	h->ctx_kind = WEFT_CTX_SERVER;
 	__builtin_memcpy(active.trace_id, h->trace_id, 16);
 	__builtin_memcpy(active.span_id, h->span_id, 8);
 	active.trace_flags = h->trace_flags;
 	active.start_ns = h->ts_ns;
-	__u64 k = ctx_key(h->pid, h->key);
 	bpf_map_update_elem(&active_ctx, &k, &active, BPF_ANY);
+}
+
+/* More of a request head the server span was decided without: when it
+ * holds the traceparent, the span joins that trace, and the event says so
+ * (WEFT_CTX_SERVER_CONT, same span id). */
+static __always_inline void server_head_more(struct event_header *h, const __u8 *data, __u32 n)
+{
+	__u64 *k = bpf_map_lookup_elem(&pending_head, &h->sock_id);
+	if (!k)
+		return;
+	__u64 key = *k;
+	struct span_ctx in = {};
+	enum tp_result r = parse_traceparent(data, n, true, &in);
+	if (r == TP_NOT_YET && n == h->bytes)
+		return;
+	bpf_map_delete_elem(&pending_head, &h->sock_id);
+	if (r != TP_FOUND)
+		return;
+	struct span_ctx *active = bpf_map_lookup_elem(&active_ctx, &key);
+	if (!active)
+		return;
+	__builtin_memcpy(active->trace_id, in.trace_id, 16);
+	active->trace_flags = in.trace_flags;
+	h->ctx_kind = WEFT_CTX_SERVER_CONT;
+	__builtin_memcpy(h->trace_id, in.trace_id, 16);
+	__builtin_memcpy(h->parent_id, in.span_id, 8);
+	__builtin_memcpy(h->span_id, active->span_id, 8);
+	h->trace_flags = in.trace_flags;
 }
 
 /* The client span of a request the current thread sends: a child of its
@@ -261,7 +338,7 @@ static __always_inline void client_request(struct event_header *h, const __u8 *d
 		return;
 	}
 	struct span_ctx own = {};
-	if (parse_traceparent(data, n, &own)) {
+	if (parse_traceparent(data, n, false, &own) == TP_FOUND) {
 		/* An in-process instrumented client: its span id is on the wire. */
 		__builtin_memcpy(h->trace_id, own.trace_id, 16);
 		__builtin_memcpy(h->span_id, own.span_id, 8);
@@ -287,6 +364,8 @@ static __always_inline void assign_trace_context(struct event_header *h, const _
 	if (h->dir == WEFT_DIR_INGRESS) {
 		if (is_request_start(data, n))
 			server_request(h, data, n);
+		else
+			server_head_more(h, data, n);
 	} else if (is_request_start(data, n)) {
 		client_request(h, data, n, pid_tgid);
 	} else if (is_response_start(data, n)) {

@@ -20,6 +20,9 @@ enum weft_ctx_kind {
 	WEFT_CTX_NONE = 0,
 	WEFT_CTX_SERVER = 1, /* this received segment starts a request: its server span */
 	WEFT_CTX_CLIENT = 2, /* this sent segment starts a request: its client span */
+	WEFT_CTX_SERVER_CONT = 3, /* this received segment continues a request head
+	                           * and carried its traceparent: the server span
+	                           * (span_id) joins trace_id under parent_id */
 };
 
 enum weft_direction {

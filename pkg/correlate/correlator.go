@@ -141,7 +141,7 @@ type kernelCtx struct {
 // ctxOf lists the spans the kernel assigned to the requests an event
 // starts: the first, then pipelined ones sharing its trace and parent.
 func ctxOf(ev *event.Event) []kernelCtx {
-	if ev.Ctx == event.CtxNone {
+	if ev.Ctx != event.CtxServer && ev.Ctx != event.CtxClient {
 		return nil
 	}
 	out := []kernelCtx{{trace: ev.TraceID, span: ev.SpanID, parent: ev.ParentID, flags: ev.TraceFlags}}
@@ -251,6 +251,8 @@ func (c *Correlator) data(ev *event.Event) {
 	}
 	if k := ctxOf(ev); k != nil {
 		*kctx = k
+	} else if ev.Ctx == event.CtxServerCont {
+		c.joinTrace(cn, ev)
 	}
 	msgs := p.Feed(ev.Payload, int(ev.Bytes), ev.Time)
 	c.countErrors(p, errs)
@@ -367,6 +369,24 @@ func (c *Correlator) startServer(cn *conn, ev *event.Event, m *httpparse.Message
 	}
 	cn.out.PushRequestMethod(m.Method)
 	c.active[ex.key] = ex
+}
+
+// joinTrace applies a traceparent the kernel found after the start of a
+// request head to that request's server span, parsed yet or not.
+func (c *Correlator) joinTrace(cn *conn, ev *event.Event) {
+	for i := range cn.inCtx {
+		if cn.inCtx[i].span == ev.SpanID {
+			cn.inCtx[i].trace, cn.inCtx[i].parent, cn.inCtx[i].flags = ev.TraceID, ev.ParentID, ev.TraceFlags
+			return
+		}
+	}
+	for _, ex := range cn.server {
+		if ex.span.SpanID == ev.SpanID {
+			ex.span.TraceID, ex.span.ParentID, ex.span.TraceFlags = ev.TraceID, ev.ParentID, ev.TraceFlags
+			ex.span.ParentRemote = true
+			return
+		}
+	}
 }
 
 func (c *Correlator) startClient(cn *conn, ev *event.Event, m *httpparse.Message) {

@@ -253,3 +253,32 @@ func TestKernelAssignedIDsWin(t *testing.T) {
 		t.Errorf("client span ignored the kernel's ids: %+v", c)
 	}
 }
+
+// A request head split across segments (as sk_msg injection can split it):
+// the kernel decides the server span on the first, finds the traceparent
+// in the second and says so; the span joins that trace.
+func TestTraceparentInLaterSegmentJoinsTrace(t *testing.T) {
+	r := newRec(t, Options{})
+	own := [16]byte{1}
+	srv := [8]byte{9}
+	remoteTrace := [16]byte{4, 4}
+	remoteParent := [8]byte{5}
+	first := &event.Event{Kind: event.KindData, ConnID: 1, PID: 10, TID: 11, Key: 11, Dir: event.Ingress, Time: 1 * ms,
+		Payload: []byte("GET /hello HTTP/1.1\r\n"), Local: srvAddr, Remote: cliAddr,
+		Ctx: event.CtxServer, TraceID: own, SpanID: srv, TraceFlags: 1}
+	first.Bytes = uint32(len(first.Payload))
+	r.c.Handle(first)
+	more := &event.Event{Kind: event.KindData, ConnID: 1, PID: 10, TID: 11, Key: 11, Dir: event.Ingress, Time: 1 * ms,
+		Payload: []byte("traceparent: 00-04040000000000000000000000000000-0500000000000000-01\r\nHost: x\r\n\r\n"),
+		Local: srvAddr, Remote: cliAddr,
+		Ctx: event.CtxServerCont, TraceID: remoteTrace, SpanID: srv, ParentID: remoteParent, TraceFlags: 1}
+	more.Bytes = uint32(len(more.Payload))
+	r.c.Handle(more)
+	r.data(1, 10, 11, event.Egress, 4*ms, ok200)
+	if len(r.spans) != 1 {
+		t.Fatalf("got %d spans", len(r.spans))
+	}
+	if s := r.spans[0]; s.TraceID != remoteTrace || s.SpanID != srv || s.ParentID != remoteParent || !s.ParentRemote {
+		t.Errorf("server span did not join the trace found later: %+v", s)
+	}
+}

@@ -38,6 +38,10 @@ const (
 	CtxNone   CtxKind = 0
 	CtxServer CtxKind = 1 // a received request start: its server span
 	CtxClient CtxKind = 2 // a sent request start: its client span
+	// CtxServerCont: a received segment continuing a request head carried
+	// the traceparent the start lacked: server span SpanID joins TraceID
+	// under ParentID.
+	CtxServerCont CtxKind = 3
 )
 
 // Event is one report from the kernel.

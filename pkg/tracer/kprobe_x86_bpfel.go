@@ -113,6 +113,7 @@ const (
 	kprobeMapInflightRecv          = "inflight_recv"
 	kprobeMapInflightSend          = "inflight_send"
 	kprobeMapInjectScratch         = "inject_scratch"
+	kprobeMapPendingHead           = "pending_head"
 	kprobeMapPidFilter             = "pid_filter"
 	kprobeMapScratch               = "scratch"
 	kprobeMapSentCtx               = "sent_ctx"
@@ -216,6 +217,7 @@ type kprobeMapSpecs struct {
 	InflightRecv    *ebpf.MapSpec `ebpf:"inflight_recv"`
 	InflightSend    *ebpf.MapSpec `ebpf:"inflight_send"`
 	InjectScratch   *ebpf.MapSpec `ebpf:"inject_scratch"`
+	PendingHead     *ebpf.MapSpec `ebpf:"pending_head"`
 	PidFilter       *ebpf.MapSpec `ebpf:"pid_filter"`
 	Scratch         *ebpf.MapSpec `ebpf:"scratch"`
 	SentCtx         *ebpf.MapSpec `ebpf:"sent_ctx"`
@@ -269,6 +271,7 @@ type kprobeMaps struct {
 	InflightRecv    *ebpf.Map `ebpf:"inflight_recv"`
 	InflightSend    *ebpf.Map `ebpf:"inflight_send"`
 	InjectScratch   *ebpf.Map `ebpf:"inject_scratch"`
+	PendingHead     *ebpf.Map `ebpf:"pending_head"`
 	PidFilter       *ebpf.Map `ebpf:"pid_filter"`
 	Scratch         *ebpf.Map `ebpf:"scratch"`
 	SentCtx         *ebpf.Map `ebpf:"sent_ctx"`
@@ -290,6 +293,7 @@ func (m *kprobeMaps) Close() error {
 		m.InflightRecv,
 		m.InflightSend,
 		m.InjectScratch,
+		m.PendingHead,
 		m.PidFilter,
 		m.Scratch,
 		m.SentCtx,

@@ -106,9 +106,10 @@ type tpThreadLink struct {
 type tpWeftCtxKind uint32
 
 const (
-	tpWeftCtxKindWEFT_CTX_NONE   tpWeftCtxKind = 0
-	tpWeftCtxKindWEFT_CTX_SERVER tpWeftCtxKind = 1
-	tpWeftCtxKindWEFT_CTX_CLIENT tpWeftCtxKind = 2
+	tpWeftCtxKindWEFT_CTX_NONE        tpWeftCtxKind = 0
+	tpWeftCtxKindWEFT_CTX_SERVER      tpWeftCtxKind = 1
+	tpWeftCtxKindWEFT_CTX_CLIENT      tpWeftCtxKind = 2
+	tpWeftCtxKindWEFT_CTX_SERVER_CONT tpWeftCtxKind = 3
 )
 
 type tpWeftDirection uint32
@@ -150,6 +151,7 @@ const (
 	tpMapEvents             = "events"
 	tpMapInflightCalls      = "inflight_calls"
 	tpMapInjectScratch      = "inject_scratch"
+	tpMapPendingHead        = "pending_head"
 	tpMapPidFilter          = "pid_filter"
 	tpMapScratch            = "scratch"
 	tpMapSentCtx            = "sent_ctx"
@@ -275,6 +277,7 @@ type tpMapSpecs struct {
 	Events        *ebpf.MapSpec `ebpf:"events"`
 	InflightCalls *ebpf.MapSpec `ebpf:"inflight_calls"`
 	InjectScratch *ebpf.MapSpec `ebpf:"inject_scratch"`
+	PendingHead   *ebpf.MapSpec `ebpf:"pending_head"`
 	PidFilter     *ebpf.MapSpec `ebpf:"pid_filter"`
 	Scratch       *ebpf.MapSpec `ebpf:"scratch"`
 	SentCtx       *ebpf.MapSpec `ebpf:"sent_ctx"`
@@ -326,6 +329,7 @@ type tpMaps struct {
 	Events        *ebpf.Map `ebpf:"events"`
 	InflightCalls *ebpf.Map `ebpf:"inflight_calls"`
 	InjectScratch *ebpf.Map `ebpf:"inject_scratch"`
+	PendingHead   *ebpf.Map `ebpf:"pending_head"`
 	PidFilter     *ebpf.Map `ebpf:"pid_filter"`
 	Scratch       *ebpf.Map `ebpf:"scratch"`
 	SentCtx       *ebpf.Map `ebpf:"sent_ctx"`
@@ -345,6 +349,7 @@ func (m *tpMaps) Close() error {
 		m.Events,
 		m.InflightCalls,
 		m.InjectScratch,
+		m.PendingHead,
 		m.PidFilter,
 		m.Scratch,
 		m.SentCtx,

@@ -45,16 +45,16 @@ func TestMountProtocolInterop(t *testing.T) {
 				t.Fatalf("service answered %q", out)
 			}
 			// SERVER /job, CLIENT /first, down /first, CLIENT /second, down /second.
-			// Only the mounter's own spans are checked: how the ids travel
-			// downstream is the injection tests' business.
 			got := waitSpans(t, rcv, 5, 30*time.Second, func(span) bool { return true })
 			srv := find(got, "mounter", tracepb.Span_SPAN_KIND_SERVER, "/job")
 			first := find(got, "mounter", tracepb.Span_SPAN_KIND_CLIENT, "/first")
+			downFirst := find(got, "down", tracepb.Span_SPAN_KIND_SERVER, "/first")
 			second := find(got, "mounter", tracepb.Span_SPAN_KIND_CLIENT, "/second")
-			if first.trace != srv.trace || first.parent != srv.id {
+			downSecond := find(got, "down", tracepb.Span_SPAN_KIND_SERVER, "/second")
+			if first.trace != srv.trace || first.parent != srv.id || downFirst.parent != first.id {
 				t.Errorf("the call made while mounted is not the request's child:\n%s", dump(got))
 			}
-			if second.trace == srv.trace || second.parent != "" {
+			if second.trace == srv.trace || second.parent != "" || downSecond.parent != second.id {
 				t.Errorf("the call made after unmounting still joined the request:\n%s", dump(got))
 			}
 		})

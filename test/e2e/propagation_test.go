@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -178,5 +179,23 @@ func TestPropagationThroughHelperThread(t *testing.T) {
 	}
 	if len(got) != 3 || srv.id == "" || cli.parent != srv.id || leaf.parent != cli.id || leaf.trace != srv.trace {
 		t.Fatalf("helper thread's call not parented on the request:\n%s", dump(got))
+	}
+}
+
+// A request whose headers arrive after its request line, in another
+// segment (injection splits heads this way too), still continues the
+// traceparent it carries.
+func TestTraceparentAfterSplitHead(t *testing.T) {
+	setup(t)
+	rcv := otlptest.Start(t)
+	srv, addr := startServer(t, "-mode=nethttp")
+	client := holdClient(t, "-target="+addr, "-scenario=tpsplit")
+	startWeft(t, rcv, "--pid="+strconv.Itoa(srv.Pid()))
+	if out := client.Release(t); !strings.HasPrefix(out, "200 traceparent=1 ") {
+		t.Fatalf("server saw %q", out)
+	}
+	got := waitSpans(t, rcv, 1, 30*time.Second, func(span) bool { return true })
+	if len(got) != 1 || got[0].trace != "0af7651916cd43dd8448eb211c80319c" || got[0].parent != "b7ad6b7169203331" {
+		t.Fatalf("the server span did not continue the traceparent of its second segment:\n%s", dump(got))
 	}
 }

@@ -6,6 +6,7 @@
 //	-scenario split     request line written in three pieces
 //	-scenario pipeline  three requests in one write
 //	-scenario hastp     a request that already carries traceparent
+//	-scenario tpsplit   the same, its request line and its headers in two writes
 //	-scenario tls       an HTTPS GET (bytes weft must not touch)
 //	-scenario upload    POST -bytes random bytes, prints their SHA-256 and the server's count
 //	-scenario download  GET /big?bytes=N, prints the SHA-256 of the body
@@ -31,7 +32,7 @@ import (
 
 func main() {
 	target := flag.String("target", "", "host:port")
-	scenario := flag.String("scenario", "", "split, pipeline, hastp, tls, upload, download")
+	scenario := flag.String("scenario", "", "split, pipeline, hastp, tpsplit, tls, upload, download")
 	size := flag.Int("bytes", 1<<20, "body size for upload/download")
 	flag.Parse()
 	bufio.NewReader(os.Stdin).ReadString('\n')
@@ -44,6 +45,8 @@ func main() {
 		raw(*target, []string{one + one + strings.Replace(one, "\r\n\r\n", "\r\nConnection: close\r\n\r\n", 1)}, 3)
 	case "hastp":
 		raw(*target, []string{"GET /headers HTTP/1.1\r\nHost: x\r\ntraceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r\nConnection: close\r\n\r\n"}, 1)
+	case "tpsplit":
+		raw(*target, []string{"GET /headers HTTP/1.1\r\n", "traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r\nHost: x\r\nConnection: close\r\n\r\n"}, 1)
 	case "tls":
 		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 		resp, err := c.Get("https://" + *target + "/headers")
