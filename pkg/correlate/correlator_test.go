@@ -270,7 +270,7 @@ func TestTraceparentInLaterSegmentJoinsTrace(t *testing.T) {
 	r.c.Handle(first)
 	more := &event.Event{Kind: event.KindData, ConnID: 1, PID: 10, TID: 11, Key: 11, Dir: event.Ingress, Time: 1 * ms,
 		Payload: []byte("traceparent: 00-04040000000000000000000000000000-0500000000000000-01\r\nHost: x\r\n\r\n"),
-		Local: srvAddr, Remote: cliAddr,
+		Local:   srvAddr, Remote: cliAddr,
 		Ctx: event.CtxServerCont, TraceID: remoteTrace, SpanID: srv, ParentID: remoteParent, TraceFlags: 1}
 	more.Bytes = uint32(len(more.Payload))
 	r.c.Handle(more)
