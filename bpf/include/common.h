@@ -134,6 +134,7 @@ static __always_inline void handle_agent_ioctl(__u32 fd, __u32 cmd, __u64 arg)
 	}
 	if (op == WEFT_OP_UNMOUNT) {
 		bpf_map_delete_elem(&thread_key, &tid);
+		traces_ctx_sync(pid_tgid, tid);
 		count(WEFT_STAT_AGENT_PACKETS);
 		return;
 	}
@@ -150,6 +151,7 @@ static __always_inline void handle_agent_ioctl(__u32 fd, __u32 cmd, __u64 arg)
 		}
 		__u32 k = logical_key(val);
 		bpf_map_update_elem(&thread_key, &tid, &k, BPF_ANY);
+		traces_ctx_sync(pid_tgid, k);
 		break;
 	}
 	case WEFT_OP_PARENT: {
@@ -159,6 +161,7 @@ static __always_inline void handle_agent_ioctl(__u32 fd, __u32 cmd, __u64 arg)
 			return;
 		}
 		bpf_map_update_elem(&thread_parent, &tid, &link, BPF_ANY);
+		traces_ctx_sync(pid_tgid, correlation_key(tid));
 		break;
 	}
 	case WEFT_OP_SLOT:
@@ -167,6 +170,7 @@ static __always_inline void handle_agent_ioctl(__u32 fd, __u32 cmd, __u64 arg)
 			refresh_slot(tid);
 		} else {
 			forget_thread(tid);
+			traces_ctx_sync(pid_tgid, tid);
 		}
 		break;
 	default:
@@ -358,6 +362,7 @@ int weft_exit(void *ctx)
 	__u32 tid = (__u32)pid_tgid;
 	forget_thread(tid);
 	bpf_map_delete_elem(&thread_parent, &tid);
+	bpf_map_delete_elem(&traces_ctx_v1, &pid_tgid);
 	if (tgid != tid) /* a thread, not the process */
 		return 0;
 	bpf_map_delete_elem(&pid_filter, &tgid);
@@ -379,5 +384,8 @@ int weft_sock_state(struct trace_event_raw_inet_sock_set_state *ctx)
 	emit_small(WEFT_EV_CLOSE, id, 0, 0);
 	return 0;
 }
+
+/* The on-CPU stack sampler: in both objects, on the maps above. */
+#include "profile.h"
 
 #endif

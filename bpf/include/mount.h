@@ -53,9 +53,16 @@ static __always_inline __u32 correlation_key(__u32 tid)
 	return k ? *k : tid;
 }
 
-/* Tracing programs only (they may read user memory): bring the thread's
- * key up to date with its slot. Called where a socket call starts, before
- * sk_msg runs for it. An unreadable slot keeps the previous key. */
+/* tracectx.h: points the current thread's traces_ctx_v1 entry at the
+ * active span of its (new) key. Declared here because refresh_slot, below,
+ * changes keys; defined after the span maps it reads. */
+static __always_inline void traces_ctx_sync(__u64 pid_tgid, __u32 key);
+
+/* Tracing programs only (they may read user memory): bring the current
+ * thread's key up to date with its slot. Called where a socket call
+ * starts, before sk_msg runs for it, and at each stack sample. An
+ * unreadable slot keeps the previous key. Maps are written only when the
+ * key changes: this runs far more often than the key does. */
 static __always_inline void refresh_slot(__u32 tid)
 {
 	__u64 *addr = bpf_map_lookup_elem(&thread_slot, &tid);
@@ -64,12 +71,16 @@ static __always_inline void refresh_slot(__u32 tid)
 	__u64 id = 0;
 	if (bpf_probe_read_user(&id, sizeof(id), (void *)*addr) < 0)
 		return;
-	if (id & 0x7fffffff) {
-		__u32 k = logical_key(id);
+	__u32 *old = bpf_map_lookup_elem(&thread_key, &tid);
+	__u32 was = old ? *old : tid;
+	__u32 k = (id & 0x7fffffff) ? logical_key(id) : tid;
+	if (k == was)
+		return;
+	if (k != tid)
 		bpf_map_update_elem(&thread_key, &tid, &k, BPF_ANY);
-	} else {
+	else
 		bpf_map_delete_elem(&thread_key, &tid);
-	}
+	traces_ctx_sync(bpf_get_current_pid_tgid(), k);
 }
 
 /* A thread of a traced process ended: its tid may be reused. */

@@ -60,6 +60,68 @@ static __always_inline __u64 ctx_key(__u32 tgid, __u32 key)
 	return ((__u64)tgid << 32) | key;
 }
 
+/* The span a key works for: its own active server span or, for a thread
+ * serving nothing itself, that of a thread that created it (or, op 3,
+ * handed it work), a few generations at most, by their own keys. A
+ * logical id (high bit) is not a thread and has no creator. Client spans
+ * take their parent from here, and stack samples their span. */
+static __always_inline struct span_ctx *lookup_active(__u32 tgid, __u32 key)
+{
+	__u64 k = ctx_key(tgid, key);
+	struct span_ctx *srv = bpf_map_lookup_elem(&active_ctx, &k);
+	__u32 tid = key;
+	for (int i = 0; i < THREAD_PARENT_DEPTH && !srv && !(tid & WEFT_LOGICAL_BIT); i++) {
+		struct thread_link *link = bpf_map_lookup_elem(&thread_parent, &tid);
+		if (!link)
+			break;
+		tid = link->tid;
+		__u64 since = link->since_ns;
+		k = ctx_key(tgid, correlation_key(tid));
+		srv = bpf_map_lookup_elem(&active_ctx, &k);
+		/* A request its creator began after creating it is not one the
+		 * thread was made for: a pool thread, reused, not a helper. */
+		if (srv && since && srv->start_ns > since)
+			srv = 0;
+	}
+	return srv;
+}
+
+/* The OpenTelemetry profiler interop map (OTEP 4855; OBI keeps the same
+ * map, bpf/shared/obi_ctx.h): thread (pid_tgid) -> the span it works
+ * for, so that a profiler other than weft can label its samples. Type,
+ * key, value layout and size are that spec's, byte for byte, so one map
+ * pinned by either side can serve both. */
+struct traces_ctx {
+	__u8 trace_id[16];
+	__u8 span_id[8];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1 << 14);
+	__type(key, __u64);
+	__type(value, struct traces_ctx);
+} traces_ctx_v1 SEC(".maps");
+
+static __always_inline void traces_ctx_set(__u64 pid_tgid, const __u8 *trace_id, const __u8 *span_id)
+{
+	struct traces_ctx v;
+	__builtin_memcpy(v.trace_id, trace_id, 16);
+	__builtin_memcpy(v.span_id, span_id, 8);
+	bpf_map_update_elem(&traces_ctx_v1, &pid_tgid, &v, BPF_ANY);
+}
+
+/* The current thread now works under key: publish what samples of it
+ * would say (lookup_active), or that it serves nothing. */
+static __always_inline void traces_ctx_sync(__u64 pid_tgid, __u32 key)
+{
+	struct span_ctx *a = lookup_active(pid_tgid >> 32, key);
+	if (a)
+		traces_ctx_set(pid_tgid, a->trace_id, a->span_id);
+	else
+		bpf_map_delete_elem(&traces_ctx_v1, &pid_tgid);
+}
+
 static __always_inline void random_ids(__u8 *trace_id, __u8 *span_id)
 {
 	if (trace_id) {
@@ -254,6 +316,7 @@ static __always_inline void server_request(struct event_header *h, const __u8 *d
 	active.trace_flags = h->trace_flags;
 	active.start_ns = h->ts_ns;
 	bpf_map_update_elem(&active_ctx, &k, &active, BPF_ANY);
+	traces_ctx_set(ctx_key(h->pid, h->tid), h->trace_id, h->span_id);
 }
 
 /* More of a request head the server span was decided without: when it
@@ -282,32 +345,16 @@ static __always_inline void server_head_more(struct event_header *h, const __u8 
 	__builtin_memcpy(h->parent_id, in.span_id, 8);
 	__builtin_memcpy(h->span_id, active->span_id, 8);
 	h->trace_flags = in.trace_flags;
+	/* The span joined another trace: so does the thread reading its head. */
+	if ((__u32)key == h->key)
+		traces_ctx_set(ctx_key(h->pid, h->tid), h->trace_id, h->span_id);
 }
 
 /* The client span of a request the current thread sends: a child of its
  * key's active server span, or a new trace. */
 static __always_inline void new_client_ctx(__u32 tgid, __u32 key, struct span_ctx *out, __u8 *parent)
 {
-	__u64 k = ctx_key(tgid, key);
-	struct span_ctx *srv = bpf_map_lookup_elem(&active_ctx, &k);
-	/* A thread serving nothing itself may be a helper a serving thread
-	 * created (or, op 3, was handed work by): look up those threads, a few
-	 * generations at most, by their own keys. A logical id (high bit) is
-	 * not a thread and has no creator. */
-	__u32 tid = key;
-	for (int i = 0; i < THREAD_PARENT_DEPTH && !srv && !(tid & WEFT_LOGICAL_BIT); i++) {
-		struct thread_link *link = bpf_map_lookup_elem(&thread_parent, &tid);
-		if (!link)
-			break;
-		tid = link->tid;
-		__u64 since = link->since_ns;
-		k = ctx_key(tgid, correlation_key(tid));
-		srv = bpf_map_lookup_elem(&active_ctx, &k);
-		/* A request its creator began after creating it is not one the
-		 * thread was made for: a pool thread, reused, not a helper. */
-		if (srv && since && srv->start_ns > since)
-			srv = 0;
-	}
+	struct span_ctx *srv = lookup_active(tgid, key);
 	if (srv) {
 		__builtin_memcpy(out->trace_id, srv->trace_id, 16);
 		__builtin_memcpy(parent, srv->span_id, 8);
@@ -357,6 +404,8 @@ static __always_inline void server_response(struct event_header *h)
 {
 	__u64 k = ctx_key(h->pid, h->key);
 	bpf_map_delete_elem(&active_ctx, &k);
+	k = ctx_key(h->pid, h->tid);
+	bpf_map_delete_elem(&traces_ctx_v1, &k);
 }
 
 static __always_inline void assign_trace_context(struct event_header *h, const __u8 *data, __u32 n, __u64 pid_tgid)

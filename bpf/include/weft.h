@@ -39,7 +39,9 @@ enum weft_stat {
 	WEFT_STAT_SOCK_TABLE_FULL = 4, /* tracked-socket map full: close may be missed */
 	WEFT_STAT_AGENT_PACKETS = 5, /* JVM agent ioctl packets acted on */
 	WEFT_STAT_BAD_PACKETS = 6,   /* agent packets ignored: unreadable or unknown op */
-	WEFT_STAT_MAX = 7,
+	WEFT_STAT_SAMPLES = 7,       /* stack samples written to the samples ring buffer */
+	WEFT_STAT_LOST_SAMPLES = 8,  /* samples ring buffer full */
+	WEFT_STAT_MAX = 9,
 };
 
 struct event_header {
@@ -81,6 +83,28 @@ struct span_ctx {
 	__u8 trace_flags;
 	__u8 _pad[7];
 	__u64 start_ns; /* when the server span started (0 for client spans) */
+};
+
+/* Frames bpf_get_stack records per stack (user or kernel). */
+#define WEFT_MAX_STACK 127
+
+/* One on-CPU stack sample of a traced thread (profile.h), with the span
+ * its correlation key was serving when the timer fired. */
+struct stack_sample {
+	__u64 ts_ns;    /* bpf_ktime_get_ns, CLOCK_MONOTONIC */
+	__u32 pid;      /* tgid */
+	__u32 tid;
+	__u32 cpu;
+	__u32 key;      /* correlation key: tid, or a mounted logical id */
+	__u8 trace_id[16]; /* all zero outside any span */
+	__u8 span_id[8];
+	__u8 comm[16];  /* thread name */
+	__u16 user_len;   /* frames in user_stack */
+	__u16 kernel_len; /* frames in kernel_stack */
+	__u8 trace_flags;
+	__u8 _pad[3];
+	__u64 user_stack[WEFT_MAX_STACK];   /* leaf first */
+	__u64 kernel_stack[WEFT_MAX_STACK]; /* leaf first */
 };
 
 #endif

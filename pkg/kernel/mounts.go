@@ -96,6 +96,10 @@ func EnsureTracefs() (string, error) { return ensureMount("tracefs", "/sys/kerne
 // it is not: the lockdown mode is read from it.
 func EnsureSecurityfs() (string, error) { return ensureMount("securityfs", "/sys/kernel/security") }
 
+// EnsureBpffs returns where a bpf filesystem is mounted, mounting one at
+// /sys/fs/bpf when none is: maps are pinned on it for other programs.
+func EnsureBpffs() (string, error) { return ensureMount("bpf", "/sys/fs/bpf") }
+
 func ensureMount(fstype, target string) (string, error) {
 	if p, err := FindMount(fstype); err == nil {
 		return p, nil

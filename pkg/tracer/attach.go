@@ -19,6 +19,14 @@ var propagationPrograms = map[string]bool{
 	"weft_tcp_bpf_sendmsg_ret": true,
 }
 
+// attachesAtOpen reports whether Open attaches a program of this ELF
+// section. perf_event programs (the stack sampler) attach only while
+// sampling is on, to perf events StartSampling opens.
+func attachesAtOpen(section string) bool {
+	kind, _, _ := strings.Cut(section, "/")
+	return kind != "perf_event"
+}
+
 // attachTarget is what some program types attach to.
 type attachTarget struct {
 	cgroup string           // cgroup v2 directory for sockops

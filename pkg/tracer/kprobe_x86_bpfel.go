@@ -94,11 +94,35 @@ type kprobeSpanCtx struct {
 	StartNs    uint64
 }
 
+type kprobeStackSample struct {
+	_           structs.HostLayout
+	TsNs        uint64
+	Pid         uint32
+	Tid         uint32
+	Cpu         uint32
+	Key         uint32
+	TraceId     [16]uint8
+	SpanId      [8]uint8
+	Comm        [16]uint8
+	UserLen     uint16
+	KernelLen   uint16
+	TraceFlags  uint8
+	Pad         [3]uint8
+	UserStack   [127]uint64
+	KernelStack [127]uint64
+}
+
 type kprobeThreadLink struct {
 	_       structs.HostLayout
 	Tid     uint32
 	Pad     uint32
 	SinceNs uint64
+}
+
+type kprobeTracesCtx struct {
+	_       structs.HostLayout
+	TraceId [16]uint8
+	SpanId  [8]uint8
 }
 
 // Names of all BPF objects in the ELF.
@@ -115,6 +139,7 @@ const (
 	kprobeMapInjectScratch         = "inject_scratch"
 	kprobeMapPendingHead           = "pending_head"
 	kprobeMapPidFilter             = "pid_filter"
+	kprobeMapSamples               = "samples"
 	kprobeMapScratch               = "scratch"
 	kprobeMapSentCtx               = "sent_ctx"
 	kprobeMapSplitRequests         = "split_requests"
@@ -122,11 +147,13 @@ const (
 	kprobeMapThreadKey             = "thread_key"
 	kprobeMapThreadParent          = "thread_parent"
 	kprobeMapThreadSlot            = "thread_slot"
+	kprobeMapTracesCtxV1           = "traces_ctx_v1"
 	kprobeMapTrackedSocks          = "tracked_socks"
 	kprobeProgWeftExec             = "weft_exec"
 	kprobeProgWeftExit             = "weft_exit"
 	kprobeProgWeftFork             = "weft_fork"
 	kprobeProgWeftInject           = "weft_inject"
+	kprobeProgWeftSample           = "weft_sample"
 	kprobeProgWeftSockState        = "weft_sock_state"
 	kprobeProgWeftSockops          = "weft_sockops"
 	kprobeProgWeftSockopsAny       = "weft_sockops_any"
@@ -144,6 +171,7 @@ const (
 	kprobeVarUnusedCtxKind         = "unused_ctx_kind"
 	kprobeVarUnusedDirection       = "unused_direction"
 	kprobeVarUnusedEventKind       = "unused_event_kind"
+	kprobeVarUnusedStackSample     = "unused_stack_sample"
 	kprobeVarUnusedStat            = "unused_stat"
 )
 
@@ -193,6 +221,7 @@ type kprobeProgramSpecs struct {
 	WeftExit             *ebpf.ProgramSpec `ebpf:"weft_exit"`
 	WeftFork             *ebpf.ProgramSpec `ebpf:"weft_fork"`
 	WeftInject           *ebpf.ProgramSpec `ebpf:"weft_inject"`
+	WeftSample           *ebpf.ProgramSpec `ebpf:"weft_sample"`
 	WeftSockState        *ebpf.ProgramSpec `ebpf:"weft_sock_state"`
 	WeftSockops          *ebpf.ProgramSpec `ebpf:"weft_sockops"`
 	WeftSockopsAny       *ebpf.ProgramSpec `ebpf:"weft_sockops_any"`
@@ -219,6 +248,7 @@ type kprobeMapSpecs struct {
 	InjectScratch   *ebpf.MapSpec `ebpf:"inject_scratch"`
 	PendingHead     *ebpf.MapSpec `ebpf:"pending_head"`
 	PidFilter       *ebpf.MapSpec `ebpf:"pid_filter"`
+	Samples         *ebpf.MapSpec `ebpf:"samples"`
 	Scratch         *ebpf.MapSpec `ebpf:"scratch"`
 	SentCtx         *ebpf.MapSpec `ebpf:"sent_ctx"`
 	SplitRequests   *ebpf.MapSpec `ebpf:"split_requests"`
@@ -226,6 +256,7 @@ type kprobeMapSpecs struct {
 	ThreadKey       *ebpf.MapSpec `ebpf:"thread_key"`
 	ThreadParent    *ebpf.MapSpec `ebpf:"thread_parent"`
 	ThreadSlot      *ebpf.MapSpec `ebpf:"thread_slot"`
+	TracesCtxV1     *ebpf.MapSpec `ebpf:"traces_ctx_v1"`
 	TrackedSocks    *ebpf.MapSpec `ebpf:"tracked_socks"`
 }
 
@@ -233,14 +264,15 @@ type kprobeMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type kprobeVariableSpecs struct {
-	CaptureMax      *ebpf.VariableSpec `ebpf:"capture_max"`
-	NotifyExec      *ebpf.VariableSpec `ebpf:"notify_exec"`
-	SelfPid         *ebpf.VariableSpec `ebpf:"self_pid"`
-	TraceAll        *ebpf.VariableSpec `ebpf:"trace_all"`
-	UnusedCtxKind   *ebpf.VariableSpec `ebpf:"unused_ctx_kind"`
-	UnusedDirection *ebpf.VariableSpec `ebpf:"unused_direction"`
-	UnusedEventKind *ebpf.VariableSpec `ebpf:"unused_event_kind"`
-	UnusedStat      *ebpf.VariableSpec `ebpf:"unused_stat"`
+	CaptureMax        *ebpf.VariableSpec `ebpf:"capture_max"`
+	NotifyExec        *ebpf.VariableSpec `ebpf:"notify_exec"`
+	SelfPid           *ebpf.VariableSpec `ebpf:"self_pid"`
+	TraceAll          *ebpf.VariableSpec `ebpf:"trace_all"`
+	UnusedCtxKind     *ebpf.VariableSpec `ebpf:"unused_ctx_kind"`
+	UnusedDirection   *ebpf.VariableSpec `ebpf:"unused_direction"`
+	UnusedEventKind   *ebpf.VariableSpec `ebpf:"unused_event_kind"`
+	UnusedStackSample *ebpf.VariableSpec `ebpf:"unused_stack_sample"`
+	UnusedStat        *ebpf.VariableSpec `ebpf:"unused_stat"`
 }
 
 // kprobeObjects contains all objects after they have been loaded into the kernel.
@@ -273,6 +305,7 @@ type kprobeMaps struct {
 	InjectScratch   *ebpf.Map `ebpf:"inject_scratch"`
 	PendingHead     *ebpf.Map `ebpf:"pending_head"`
 	PidFilter       *ebpf.Map `ebpf:"pid_filter"`
+	Samples         *ebpf.Map `ebpf:"samples"`
 	Scratch         *ebpf.Map `ebpf:"scratch"`
 	SentCtx         *ebpf.Map `ebpf:"sent_ctx"`
 	SplitRequests   *ebpf.Map `ebpf:"split_requests"`
@@ -280,6 +313,7 @@ type kprobeMaps struct {
 	ThreadKey       *ebpf.Map `ebpf:"thread_key"`
 	ThreadParent    *ebpf.Map `ebpf:"thread_parent"`
 	ThreadSlot      *ebpf.Map `ebpf:"thread_slot"`
+	TracesCtxV1     *ebpf.Map `ebpf:"traces_ctx_v1"`
 	TrackedSocks    *ebpf.Map `ebpf:"tracked_socks"`
 }
 
@@ -295,6 +329,7 @@ func (m *kprobeMaps) Close() error {
 		m.InjectScratch,
 		m.PendingHead,
 		m.PidFilter,
+		m.Samples,
 		m.Scratch,
 		m.SentCtx,
 		m.SplitRequests,
@@ -302,6 +337,7 @@ func (m *kprobeMaps) Close() error {
 		m.ThreadKey,
 		m.ThreadParent,
 		m.ThreadSlot,
+		m.TracesCtxV1,
 		m.TrackedSocks,
 	)
 }
@@ -310,14 +346,15 @@ func (m *kprobeMaps) Close() error {
 //
 // It can be passed to loadKprobeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type kprobeVariables struct {
-	CaptureMax      *ebpf.Variable `ebpf:"capture_max"`
-	NotifyExec      *ebpf.Variable `ebpf:"notify_exec"`
-	SelfPid         *ebpf.Variable `ebpf:"self_pid"`
-	TraceAll        *ebpf.Variable `ebpf:"trace_all"`
-	UnusedCtxKind   *ebpf.Variable `ebpf:"unused_ctx_kind"`
-	UnusedDirection *ebpf.Variable `ebpf:"unused_direction"`
-	UnusedEventKind *ebpf.Variable `ebpf:"unused_event_kind"`
-	UnusedStat      *ebpf.Variable `ebpf:"unused_stat"`
+	CaptureMax        *ebpf.Variable `ebpf:"capture_max"`
+	NotifyExec        *ebpf.Variable `ebpf:"notify_exec"`
+	SelfPid           *ebpf.Variable `ebpf:"self_pid"`
+	TraceAll          *ebpf.Variable `ebpf:"trace_all"`
+	UnusedCtxKind     *ebpf.Variable `ebpf:"unused_ctx_kind"`
+	UnusedDirection   *ebpf.Variable `ebpf:"unused_direction"`
+	UnusedEventKind   *ebpf.Variable `ebpf:"unused_event_kind"`
+	UnusedStackSample *ebpf.Variable `ebpf:"unused_stack_sample"`
+	UnusedStat        *ebpf.Variable `ebpf:"unused_stat"`
 }
 
 // kprobePrograms contains all programs after they have been loaded into the kernel.
@@ -328,6 +365,7 @@ type kprobePrograms struct {
 	WeftExit             *ebpf.Program `ebpf:"weft_exit"`
 	WeftFork             *ebpf.Program `ebpf:"weft_fork"`
 	WeftInject           *ebpf.Program `ebpf:"weft_inject"`
+	WeftSample           *ebpf.Program `ebpf:"weft_sample"`
 	WeftSockState        *ebpf.Program `ebpf:"weft_sock_state"`
 	WeftSockops          *ebpf.Program `ebpf:"weft_sockops"`
 	WeftSockopsAny       *ebpf.Program `ebpf:"weft_sockops_any"`
@@ -346,6 +384,7 @@ func (p *kprobePrograms) Close() error {
 		p.WeftExit,
 		p.WeftFork,
 		p.WeftInject,
+		p.WeftSample,
 		p.WeftSockState,
 		p.WeftSockops,
 		p.WeftSockopsAny,

@@ -11,9 +11,12 @@ type Stats struct {
 	SockTableFull uint64 // tracked-socket map full: a close may be missed
 	AgentPackets  uint64 // JVM agent mount packets acted on
 	BadPackets    uint64 // JVM agent packets ignored (unreadable, unknown op)
+	Samples       uint64 // stack samples written to the samples ring buffer
+	LostSamples   uint64 // stack samples lost: samples ring buffer full
 }
 
-// Lost is the number of events the kernel could not deliver.
+// Lost is the number of events the kernel could not deliver (stack
+// samples not included: see LostSamples).
 func (s Stats) Lost() uint64 { return s.LostRingbuf + s.LostStash }
 
 // Stats reads the counters.
@@ -43,6 +46,8 @@ func (t *Tracer) Stats() (Stats, error) {
 		{tpWeftStatWEFT_STAT_SOCK_TABLE_FULL, &s.SockTableFull},
 		{tpWeftStatWEFT_STAT_AGENT_PACKETS, &s.AgentPackets},
 		{tpWeftStatWEFT_STAT_BAD_PACKETS, &s.BadPackets},
+		{tpWeftStatWEFT_STAT_SAMPLES, &s.Samples},
+		{tpWeftStatWEFT_STAT_LOST_SAMPLES, &s.LostSamples},
 	} {
 		if *f.dst, err = sum(f.idx); err != nil {
 			return s, err

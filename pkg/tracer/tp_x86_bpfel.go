@@ -96,11 +96,35 @@ type tpSpanCtx struct {
 	StartNs    uint64
 }
 
+type tpStackSample struct {
+	_           structs.HostLayout
+	TsNs        uint64
+	Pid         uint32
+	Tid         uint32
+	Cpu         uint32
+	Key         uint32
+	TraceId     [16]uint8
+	SpanId      [8]uint8
+	Comm        [16]uint8
+	UserLen     uint16
+	KernelLen   uint16
+	TraceFlags  uint8
+	Pad         [3]uint8
+	UserStack   [127]uint64
+	KernelStack [127]uint64
+}
+
 type tpThreadLink struct {
 	_       structs.HostLayout
 	Tid     uint32
 	Pad     uint32
 	SinceNs uint64
+}
+
+type tpTracesCtx struct {
+	_       structs.HostLayout
+	TraceId [16]uint8
+	SpanId  [8]uint8
 }
 
 type tpWeftCtxKind uint32
@@ -138,7 +162,9 @@ const (
 	tpWeftStatWEFT_STAT_SOCK_TABLE_FULL tpWeftStat = 4
 	tpWeftStatWEFT_STAT_AGENT_PACKETS   tpWeftStat = 5
 	tpWeftStatWEFT_STAT_BAD_PACKETS     tpWeftStat = 6
-	tpWeftStatWEFT_STAT_MAX             tpWeftStat = 7
+	tpWeftStatWEFT_STAT_SAMPLES         tpWeftStat = 7
+	tpWeftStatWEFT_STAT_LOST_SAMPLES    tpWeftStat = 8
+	tpWeftStatWEFT_STAT_MAX             tpWeftStat = 9
 )
 
 // Names of all BPF objects in the ELF.
@@ -153,6 +179,7 @@ const (
 	tpMapInjectScratch      = "inject_scratch"
 	tpMapPendingHead        = "pending_head"
 	tpMapPidFilter          = "pid_filter"
+	tpMapSamples            = "samples"
 	tpMapScratch            = "scratch"
 	tpMapSentCtx            = "sent_ctx"
 	tpMapSplitRequests      = "split_requests"
@@ -160,6 +187,7 @@ const (
 	tpMapThreadKey          = "thread_key"
 	tpMapThreadParent       = "thread_parent"
 	tpMapThreadSlot         = "thread_slot"
+	tpMapTracesCtxV1        = "traces_ctx_v1"
 	tpMapTrackedSocks       = "tracked_socks"
 	tpProgWeftEnterIoctl    = "weft_enter_ioctl"
 	tpProgWeftEnterRead     = "weft_enter_read"
@@ -182,6 +210,7 @@ const (
 	tpProgWeftExitWritev    = "weft_exit_writev"
 	tpProgWeftFork          = "weft_fork"
 	tpProgWeftInject        = "weft_inject"
+	tpProgWeftSample        = "weft_sample"
 	tpProgWeftSockRecv      = "weft_sock_recv"
 	tpProgWeftSockSend      = "weft_sock_send"
 	tpProgWeftSockState     = "weft_sock_state"
@@ -194,6 +223,7 @@ const (
 	tpVarUnusedCtxKind      = "unused_ctx_kind"
 	tpVarUnusedDirection    = "unused_direction"
 	tpVarUnusedEventKind    = "unused_event_kind"
+	tpVarUnusedStackSample  = "unused_stack_sample"
 	tpVarUnusedStat         = "unused_stat"
 )
 
@@ -260,6 +290,7 @@ type tpProgramSpecs struct {
 	WeftExitWritev    *ebpf.ProgramSpec `ebpf:"weft_exit_writev"`
 	WeftFork          *ebpf.ProgramSpec `ebpf:"weft_fork"`
 	WeftInject        *ebpf.ProgramSpec `ebpf:"weft_inject"`
+	WeftSample        *ebpf.ProgramSpec `ebpf:"weft_sample"`
 	WeftSockRecv      *ebpf.ProgramSpec `ebpf:"weft_sock_recv"`
 	WeftSockSend      *ebpf.ProgramSpec `ebpf:"weft_sock_send"`
 	WeftSockState     *ebpf.ProgramSpec `ebpf:"weft_sock_state"`
@@ -279,6 +310,7 @@ type tpMapSpecs struct {
 	InjectScratch *ebpf.MapSpec `ebpf:"inject_scratch"`
 	PendingHead   *ebpf.MapSpec `ebpf:"pending_head"`
 	PidFilter     *ebpf.MapSpec `ebpf:"pid_filter"`
+	Samples       *ebpf.MapSpec `ebpf:"samples"`
 	Scratch       *ebpf.MapSpec `ebpf:"scratch"`
 	SentCtx       *ebpf.MapSpec `ebpf:"sent_ctx"`
 	SplitRequests *ebpf.MapSpec `ebpf:"split_requests"`
@@ -286,6 +318,7 @@ type tpMapSpecs struct {
 	ThreadKey     *ebpf.MapSpec `ebpf:"thread_key"`
 	ThreadParent  *ebpf.MapSpec `ebpf:"thread_parent"`
 	ThreadSlot    *ebpf.MapSpec `ebpf:"thread_slot"`
+	TracesCtxV1   *ebpf.MapSpec `ebpf:"traces_ctx_v1"`
 	TrackedSocks  *ebpf.MapSpec `ebpf:"tracked_socks"`
 }
 
@@ -293,14 +326,15 @@ type tpMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type tpVariableSpecs struct {
-	CaptureMax      *ebpf.VariableSpec `ebpf:"capture_max"`
-	NotifyExec      *ebpf.VariableSpec `ebpf:"notify_exec"`
-	SelfPid         *ebpf.VariableSpec `ebpf:"self_pid"`
-	TraceAll        *ebpf.VariableSpec `ebpf:"trace_all"`
-	UnusedCtxKind   *ebpf.VariableSpec `ebpf:"unused_ctx_kind"`
-	UnusedDirection *ebpf.VariableSpec `ebpf:"unused_direction"`
-	UnusedEventKind *ebpf.VariableSpec `ebpf:"unused_event_kind"`
-	UnusedStat      *ebpf.VariableSpec `ebpf:"unused_stat"`
+	CaptureMax        *ebpf.VariableSpec `ebpf:"capture_max"`
+	NotifyExec        *ebpf.VariableSpec `ebpf:"notify_exec"`
+	SelfPid           *ebpf.VariableSpec `ebpf:"self_pid"`
+	TraceAll          *ebpf.VariableSpec `ebpf:"trace_all"`
+	UnusedCtxKind     *ebpf.VariableSpec `ebpf:"unused_ctx_kind"`
+	UnusedDirection   *ebpf.VariableSpec `ebpf:"unused_direction"`
+	UnusedEventKind   *ebpf.VariableSpec `ebpf:"unused_event_kind"`
+	UnusedStackSample *ebpf.VariableSpec `ebpf:"unused_stack_sample"`
+	UnusedStat        *ebpf.VariableSpec `ebpf:"unused_stat"`
 }
 
 // tpObjects contains all objects after they have been loaded into the kernel.
@@ -331,6 +365,7 @@ type tpMaps struct {
 	InjectScratch *ebpf.Map `ebpf:"inject_scratch"`
 	PendingHead   *ebpf.Map `ebpf:"pending_head"`
 	PidFilter     *ebpf.Map `ebpf:"pid_filter"`
+	Samples       *ebpf.Map `ebpf:"samples"`
 	Scratch       *ebpf.Map `ebpf:"scratch"`
 	SentCtx       *ebpf.Map `ebpf:"sent_ctx"`
 	SplitRequests *ebpf.Map `ebpf:"split_requests"`
@@ -338,6 +373,7 @@ type tpMaps struct {
 	ThreadKey     *ebpf.Map `ebpf:"thread_key"`
 	ThreadParent  *ebpf.Map `ebpf:"thread_parent"`
 	ThreadSlot    *ebpf.Map `ebpf:"thread_slot"`
+	TracesCtxV1   *ebpf.Map `ebpf:"traces_ctx_v1"`
 	TrackedSocks  *ebpf.Map `ebpf:"tracked_socks"`
 }
 
@@ -351,6 +387,7 @@ func (m *tpMaps) Close() error {
 		m.InjectScratch,
 		m.PendingHead,
 		m.PidFilter,
+		m.Samples,
 		m.Scratch,
 		m.SentCtx,
 		m.SplitRequests,
@@ -358,6 +395,7 @@ func (m *tpMaps) Close() error {
 		m.ThreadKey,
 		m.ThreadParent,
 		m.ThreadSlot,
+		m.TracesCtxV1,
 		m.TrackedSocks,
 	)
 }
@@ -366,14 +404,15 @@ func (m *tpMaps) Close() error {
 //
 // It can be passed to loadTpObjects or ebpf.CollectionSpec.LoadAndAssign.
 type tpVariables struct {
-	CaptureMax      *ebpf.Variable `ebpf:"capture_max"`
-	NotifyExec      *ebpf.Variable `ebpf:"notify_exec"`
-	SelfPid         *ebpf.Variable `ebpf:"self_pid"`
-	TraceAll        *ebpf.Variable `ebpf:"trace_all"`
-	UnusedCtxKind   *ebpf.Variable `ebpf:"unused_ctx_kind"`
-	UnusedDirection *ebpf.Variable `ebpf:"unused_direction"`
-	UnusedEventKind *ebpf.Variable `ebpf:"unused_event_kind"`
-	UnusedStat      *ebpf.Variable `ebpf:"unused_stat"`
+	CaptureMax        *ebpf.Variable `ebpf:"capture_max"`
+	NotifyExec        *ebpf.Variable `ebpf:"notify_exec"`
+	SelfPid           *ebpf.Variable `ebpf:"self_pid"`
+	TraceAll          *ebpf.Variable `ebpf:"trace_all"`
+	UnusedCtxKind     *ebpf.Variable `ebpf:"unused_ctx_kind"`
+	UnusedDirection   *ebpf.Variable `ebpf:"unused_direction"`
+	UnusedEventKind   *ebpf.Variable `ebpf:"unused_event_kind"`
+	UnusedStackSample *ebpf.Variable `ebpf:"unused_stack_sample"`
+	UnusedStat        *ebpf.Variable `ebpf:"unused_stat"`
 }
 
 // tpPrograms contains all programs after they have been loaded into the kernel.
@@ -401,6 +440,7 @@ type tpPrograms struct {
 	WeftExitWritev    *ebpf.Program `ebpf:"weft_exit_writev"`
 	WeftFork          *ebpf.Program `ebpf:"weft_fork"`
 	WeftInject        *ebpf.Program `ebpf:"weft_inject"`
+	WeftSample        *ebpf.Program `ebpf:"weft_sample"`
 	WeftSockRecv      *ebpf.Program `ebpf:"weft_sock_recv"`
 	WeftSockSend      *ebpf.Program `ebpf:"weft_sock_send"`
 	WeftSockState     *ebpf.Program `ebpf:"weft_sock_state"`
@@ -431,6 +471,7 @@ func (p *tpPrograms) Close() error {
 		p.WeftExitWritev,
 		p.WeftFork,
 		p.WeftInject,
+		p.WeftSample,
 		p.WeftSockRecv,
 		p.WeftSockSend,
 		p.WeftSockState,

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -37,6 +38,12 @@ type Options struct {
 	// Cgroup is the cgroup v2 directory whose sockets injection covers;
 	// default: the root of the cgroup2 mount in /proc/mounts.
 	Cgroup string
+	// PinTracesCtx pins traces_ctx_v1 (thread -> active span, in the
+	// OpenTelemetry profiler interop layout) at this bpffs path, so that
+	// another profiler can label its samples with weft's spans; the
+	// OpenTelemetry eBPF profiler looks at <bpffs>/otel/traces_ctx_v1. A map
+	// already pinned there is shared, not replaced. Empty: not pinned.
+	PinTracesCtx string
 }
 
 // Tracer is a loaded and attached set of programs.
@@ -47,6 +54,10 @@ type Tracer struct {
 	reader *ringbuf.Reader
 	rec    ringbuf.Record
 	log    *slog.Logger
+	pinned string // traces_ctx_v1 pin this tracer created, removed on Close
+
+	mu      sync.Mutex
+	sampler *Sampler // running sampler, closed with the tracer
 }
 
 // Spec returns the collection spec of a path, with nothing loaded.
@@ -61,7 +72,14 @@ func Spec(p kernel.Path) (*ebpf.CollectionSpec, error) {
 }
 
 // Load loads the programs into the kernel without attaching them.
+// PinTracesCtx is Open's business: Load neither pins nor shares a pin.
 func Load(opts Options) (*ebpf.Collection, error) {
+	return load(opts, nil)
+}
+
+// load loads the programs, using the given maps instead of creating the
+// ones of the same name.
+func load(opts Options, replace map[string]*ebpf.Map) (*ebpf.Collection, error) {
 	if opts.CaptureBytes < 1 || opts.CaptureBytes > MaxCapture {
 		return nil, fmt.Errorf("capture bytes %d out of range 1..%d", opts.CaptureBytes, MaxCapture)
 	}
@@ -88,7 +106,7 @@ func Load(opts Options) (*ebpf.Collection, error) {
 		}
 	}
 	dropSockopsVariant(spec)
-	coll, err := ebpf.NewCollection(spec)
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: replace})
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
@@ -106,7 +124,16 @@ func Open(opts Options) (*Tracer, error) {
 			return nil, err
 		}
 	}
-	coll, err := Load(opts)
+	shared, err := openTracesCtxPin(opts.PinTracesCtx)
+	if err != nil {
+		return nil, err
+	}
+	var replace map[string]*ebpf.Map
+	if shared != nil {
+		replace = map[string]*ebpf.Map{tracesCtxMap: shared}
+		defer shared.Close() // the collection holds its own clone
+	}
+	coll, err := load(opts, replace)
 	if err != nil {
 		return nil, err
 	}
@@ -118,9 +145,19 @@ func Open(opts Options) (*Tracer, error) {
 			return nil, fmt.Errorf("propagation needs cgroup v2: %w", err)
 		}
 	}
+	if opts.PinTracesCtx != "" && shared == nil {
+		if err := coll.Maps[tracesCtxMap].Pin(opts.PinTracesCtx); err != nil {
+			coll.Close()
+			return nil, fmt.Errorf("pin %s at %s: %w", tracesCtxMap, opts.PinTracesCtx, err)
+		}
+		t.pinned = opts.PinTracesCtx
+	}
 	spec, _ := Spec(opts.Path)
 	for name, prog := range coll.Programs {
 		if propagationPrograms[name] && !opts.Propagation {
+			continue
+		}
+		if !attachesAtOpen(spec.Programs[name].SectionName) {
 			continue
 		}
 		l, err := attach(spec.Programs[name].SectionName, prog, tgt)
@@ -136,7 +173,7 @@ func Open(opts Options) (*Tracer, error) {
 		return nil, fmt.Errorf("open ring buffer: %w", err)
 	}
 	t.log.Info("attached", "path", opts.Path, "programs", len(t.links), "capture_bytes", opts.CaptureBytes,
-		"propagation", opts.Propagation)
+		"propagation", opts.Propagation, "traces_ctx_pin", opts.PinTracesCtx)
 	return t, nil
 }
 
@@ -190,11 +227,22 @@ func (t *Tracer) Programs() map[string]*ebpf.Program { return t.coll.Programs }
 // detaches them when the process dies, however it dies.
 func (t *Tracer) Close() error {
 	var errs []error
+	t.mu.Lock()
+	s := t.sampler
+	t.mu.Unlock()
+	if s != nil {
+		errs = append(errs, s.Close())
+	}
 	if t.reader != nil {
 		errs = append(errs, t.reader.Close())
 	}
 	for _, l := range t.links {
 		errs = append(errs, l.Close())
+	}
+	if t.pinned != "" {
+		if err := t.coll.Maps[tracesCtxMap].Unpin(); err != nil {
+			errs = append(errs, fmt.Errorf("unpin %s: %w", t.pinned, err))
+		}
 	}
 	t.coll.Close()
 	return errors.Join(errs...)

@@ -1,0 +1,84 @@
+/* On-CPU stack sampling, linked to spans. User space opens a CPU-clock
+ * perf event per online CPU and attaches weft_sample to each (only while
+ * sampling is on: the generic attach skips perf_event sections). Each tick
+ * that lands on a traced thread records its user and kernel stacks and
+ * the span its correlation key is serving, found exactly as a client span
+ * finds its parent (lookup_active), so samples, spans and injected
+ * traceparents agree. Included from common.h: the tracer's maps (pid
+ * filter, keys, active spans) are this program's maps. */
+#ifndef WEFT_PROFILE_H
+#define WEFT_PROFILE_H
+
+#define PF_KTHREAD 0x00200000 /* include/linux/sched.h: a kernel thread */
+
+/* Referenced so that the struct reaches BTF and bpf2go emits it for Go. */
+const struct stack_sample *unused_stack_sample __attribute__((unused));
+
+/* Its own ring buffer: a burst of samples must not crowd out the socket
+ * events, nor they the samples. 2 MiB holds ~990 samples. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 2 << 20);
+} samples SEC(".maps");
+
+/* User space drains samples on a short timer (profiles need no
+ * latency); only a filling buffer wakes it early. */
+#define SAMPLES_WAKEUP_BYTES (512 << 10)
+
+SEC("perf_event")
+int weft_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	/* tgid 0 is the idle task: the CPU had nothing to run. */
+	if (!tgid || !pid_traced(tgid))
+		return 0;
+	if (trace_all) { /* "every process": kernel threads are not ones */
+		struct task_struct *task = (void *)bpf_get_current_task();
+		if (BPF_CORE_READ(task, flags) & PF_KTHREAD)
+			return 0;
+	}
+
+	/* A mount done by a memory write (op 0x57) counts from now on. */
+	refresh_slot(tid);
+	__u32 key = correlation_key(tid);
+
+	struct stack_sample *s = bpf_ringbuf_reserve(&samples, sizeof(*s), 0);
+	if (!s) {
+		count(WEFT_STAT_LOST_SAMPLES);
+		return 0;
+	}
+	s->ts_ns = bpf_ktime_get_ns();
+	s->pid = tgid;
+	s->tid = tid;
+	s->cpu = bpf_get_smp_processor_id();
+	s->key = key;
+	bpf_get_current_comm(s->comm, sizeof(s->comm));
+	struct span_ctx *a = lookup_active(tgid, key);
+	if (a) {
+		__builtin_memcpy(s->trace_id, a->trace_id, 16);
+		__builtin_memcpy(s->span_id, a->span_id, 8);
+		s->trace_flags = a->trace_flags;
+	} else {
+		__builtin_memset(s->trace_id, 0, 16);
+		__builtin_memset(s->span_id, 0, 8);
+		s->trace_flags = 0;
+	}
+	__builtin_memset(s->_pad, 0, sizeof(s->_pad));
+
+	/* bpf_get_stack zeroes what it does not fill, and all of the buffer
+	 * on failure; a failed walk is an empty stack, not a lost sample. */
+	long n = bpf_get_stack(ctx, s->user_stack, sizeof(s->user_stack), BPF_F_USER_STACK);
+	s->user_len = n > 0 ? (__u64)n >> 3 : 0; /* bytes to frames */
+	n = bpf_get_stack(ctx, s->kernel_stack, sizeof(s->kernel_stack), 0);
+	s->kernel_len = n > 0 ? (__u64)n >> 3 : 0;
+
+	__u64 flags = BPF_RB_NO_WAKEUP;
+	if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= SAMPLES_WAKEUP_BYTES)
+		flags = BPF_RB_FORCE_WAKEUP;
+	bpf_ringbuf_submit(s, flags);
+	count(WEFT_STAT_SAMPLES);
+	return 0;
+}
+
+#endif
