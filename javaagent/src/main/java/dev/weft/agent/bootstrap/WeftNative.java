@@ -1,0 +1,30 @@
+package dev.weft.agent.bootstrap;
+
+/** The natives of libweft_jni (jni/weft_jni.c). Bound once the installer has loaded the library. */
+public final class WeftNative {
+  private WeftNative() {}
+
+  /** Writes id into this OS thread's slot (0 = nothing mounted); registers the slot on first use. */
+  public static native void mount(long id);
+
+  /** Sends op 4: mount id on this OS thread (for kernels that only watch the ioctl). */
+  public static native void mountIoctl(long id);
+
+  /** Sends op 5: unmount. */
+  public static native void unmountIoctl();
+
+  /** Sends op 3: this OS thread works for thread tid. */
+  public static native void parentIoctl(long tid);
+
+  /** The Linux id of the calling OS thread. */
+  public static native int gettid();
+
+  /** Reads back this OS thread's slot: what the kernel would see now (slot mode). */
+  public static native long currentSlot();
+
+  /** Makes every thread register its slot again at its next mount. */
+  public static native void refresh();
+
+  /** Packets sent since the library loaded (all ops). */
+  public static native long packets();
+}

@@ -1,0 +1,101 @@
+/* libweft_jni: the JVM agent's line to the kernel side (bpf/include/mount.h).
+ *
+ * The kernel only observes ioctl(0, 0x0b10b1, packet); the call itself fails
+ * (ENOTTY/EBADF) and is harmless. In slot mode each OS thread registers the
+ * address of its own slot once (op 0x57) and from then on mounting a logical
+ * id is a plain store that BPF reads at the thread's next socket event.
+ * Natives here never allocate, block or log: they run on every hop of a
+ * request, inside JDK and Netty internals. */
+#include <errno.h>
+#include <jni.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "weft_jni.h"
+
+/* Read by the kernel (bpf_probe_read_user) at each socket event of this
+ * thread: nonzero = that logical id is mounted. TLS lives as long as the
+ * OS thread, which is what the kernel's registration assumes. */
+static __thread volatile uint64_t slot;
+/* The registration generation this thread last told the kernel about. */
+static __thread uint32_t registered_gen;
+/* Bumped by weft_refresh so that every thread registers again at its next
+ * mount: covers a tracer that started after the threads registered. */
+static volatile uint32_t generation = 1;
+/* Packets sent, for diagnostics and tests (rare in slot mode). */
+static volatile uint64_t packets;
+
+static void send_packet(uint8_t op, uint64_t arg)
+{
+	unsigned char packet[WEFT_PACKET_SIZE];
+	int saved = errno; /* the call fails by design: leave errno as it was */
+
+	packet[0] = op;
+	for (int i = 0; i < 8; i++)
+		packet[1 + i] = (unsigned char)(arg >> (8 * i));
+	(void)syscall(SYS_ioctl, 0, WEFT_IOCTL_CMD, packet);
+	__atomic_fetch_add(&packets, 1, __ATOMIC_RELAXED);
+	errno = saved;
+}
+
+JNIEXPORT void JNICALL Java_dev_weft_agent_bootstrap_WeftNative_mount(JNIEnv *env, jclass cls, jlong id)
+{
+	(void)env;
+	(void)cls;
+	slot = (uint64_t)id;
+	uint32_t gen = generation;
+	if (registered_gen != gen) {
+		registered_gen = gen;
+		send_packet(WEFT_OP_SLOT, (uint64_t)(uintptr_t)&slot);
+	}
+}
+
+JNIEXPORT void JNICALL Java_dev_weft_agent_bootstrap_WeftNative_mountIoctl(JNIEnv *env, jclass cls, jlong id)
+{
+	(void)env;
+	(void)cls;
+	send_packet(WEFT_OP_MOUNT, (uint64_t)id);
+}
+
+JNIEXPORT void JNICALL Java_dev_weft_agent_bootstrap_WeftNative_unmountIoctl(JNIEnv *env, jclass cls)
+{
+	(void)env;
+	(void)cls;
+	send_packet(WEFT_OP_UNMOUNT, 0);
+}
+
+JNIEXPORT void JNICALL Java_dev_weft_agent_bootstrap_WeftNative_parentIoctl(JNIEnv *env, jclass cls, jlong tid)
+{
+	(void)env;
+	(void)cls;
+	send_packet(WEFT_OP_PARENT, (uint64_t)tid);
+}
+
+JNIEXPORT jint JNICALL Java_dev_weft_agent_bootstrap_WeftNative_gettid(JNIEnv *env, jclass cls)
+{
+	(void)env;
+	(void)cls;
+	return (jint)syscall(SYS_gettid);
+}
+
+JNIEXPORT jlong JNICALL Java_dev_weft_agent_bootstrap_WeftNative_currentSlot(JNIEnv *env, jclass cls)
+{
+	(void)env;
+	(void)cls;
+	return (jlong)slot;
+}
+
+JNIEXPORT void JNICALL Java_dev_weft_agent_bootstrap_WeftNative_refresh(JNIEnv *env, jclass cls)
+{
+	(void)env;
+	(void)cls;
+	__atomic_fetch_add(&generation, 1, __ATOMIC_RELAXED);
+}
+
+JNIEXPORT jlong JNICALL Java_dev_weft_agent_bootstrap_WeftNative_packets(JNIEnv *env, jclass cls)
+{
+	(void)env;
+	(void)cls;
+	return (jlong)__atomic_load_n(&packets, __ATOMIC_RELAXED);
+}
