@@ -38,25 +38,26 @@ struct {
 SEC("sockops")
 int weft_sockops(struct bpf_sock_ops *skops)
 {
+	/* Every TCP socket of the cgroup comes through here, for each of
+	 * its callbacks: leave the ones weft does not use at once. */
+	__u32 op = skops->op;
+	if (op != BPF_SOCK_OPS_TCP_CONNECT_CB && op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB)
+		return 1;
 	if (skops->family != AF_INET && skops->family != AF_INET6)
 		return 1;
 	__u64 cookie = bpf_get_socket_cookie(skops);
-	switch (skops->op) {
-	case BPF_SOCK_OPS_TCP_CONNECT_CB: {
+	if (op == BPF_SOCK_OPS_TCP_CONNECT_CB) {
 		/* connect() runs in the caller's context: is it traced? */
 		__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 		if (pid_traced(tgid)) {
 			__u8 one = 1;
 			bpf_map_update_elem(&connecting, &cookie, &one, BPF_ANY);
 		}
-		break;
+		return 1;
 	}
-	case BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB:
-		if (bpf_map_lookup_elem(&connecting, &cookie)) {
-			bpf_map_delete_elem(&connecting, &cookie);
-			bpf_sock_hash_update(skops, &client_socks, &cookie, BPF_ANY);
-		}
-		break;
+	if (bpf_map_lookup_elem(&connecting, &cookie)) {
+		bpf_map_delete_elem(&connecting, &cookie);
+		bpf_sock_hash_update(skops, &client_socks, &cookie, BPF_ANY);
 	}
 	return 1;
 }
@@ -68,9 +69,9 @@ int weft_sockops(struct bpf_sock_ops *skops)
 SEC("sockops")
 int weft_sockops_any(struct bpf_sock_ops *skops)
 {
-	if (skops->family != AF_INET && skops->family != AF_INET6)
+	if (skops->op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB)
 		return 1;
-	if (skops->op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB) {
+	if (skops->family == AF_INET || skops->family == AF_INET6) {
 		__u64 cookie = bpf_get_socket_cookie(skops);
 		bpf_sock_hash_update(skops, &client_socks, &cookie, BPF_ANY);
 	}
