@@ -15,3 +15,22 @@ echo
 echo "## Propagation: a two-service chain at 1500 requests/s, weft off / on without injection / on"
 echo
 go run ./test/bench -chain -rate 1500 -modes off,noprop,on "$@"
+echo
+echo "## JVM agent: Ktor /direct, weft alone / weft + agent / OpenTelemetry Java agent, 150 requests/s"
+echo
+scripts/build-agent.sh
+scripts/build-demo.sh
+if [ ! -f .cache/opentelemetry-javaagent.jar ]; then
+	mkdir -p .cache
+	mvn -q -B dependency:copy -Dartifact=io.opentelemetry.javaagent:opentelemetry-javaagent:2.31.0 \
+		-DoutputDirectory=.cache -Dmdep.stripVersion=true
+fi
+go run ./test/bench -jvm -rate 150 -duration 20s -jvm-warmup 25s -rounds 3
+echo
+echo "## Profiling: a CPU-bound traced service (/burn?ms=20) keeping both cores busy; weft on, then profiling at 19 and 99 Hz"
+echo
+go run ./test/bench -path '/burn?ms=20' -connections 8 -modes on,prof19,prof99 "$@"
+echo
+echo "## Profiling under request load: wrk on /hello; weft on, then profiling at 19 and 99 Hz"
+echo
+go run ./test/bench -modes on,prof19,prof99 "$@"

@@ -26,6 +26,23 @@ struct {
 	__type(value, struct span_ctx);
 } active_ctx SEC(".maps");
 
+/* A connection's request being served: the key that read it, and its
+ * span. The response may leave from another thread than the one that
+ * read the request (Go moves goroutines between threads), and the
+ * reader's key must not go on serving a finished request: its later
+ * samples, client calls and traces_ctx_v1 entry would claim it. */
+struct serving {
+	__u64 key; /* ctx_key of the reader */
+	__u8 span_id[8];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64); /* sock_id */
+	__type(value, struct serving);
+} serving_sock SEC(".maps");
+
 /* pid_tgid -> client span chosen (and injected) by sk_msg during the send
  * in flight, so the send's data event reports the same ids. */
 struct {
@@ -317,6 +334,9 @@ static __always_inline void server_request(struct event_header *h, const __u8 *d
 	active.start_ns = h->ts_ns;
 	bpf_map_update_elem(&active_ctx, &k, &active, BPF_ANY);
 	traces_ctx_set(ctx_key(h->pid, h->tid), h->trace_id, h->span_id);
+	struct serving sv = {.key = k};
+	__builtin_memcpy(sv.span_id, h->span_id, 8);
+	bpf_map_update_elem(&serving_sock, &h->sock_id, &sv, BPF_ANY);
 }
 
 /* More of a request head the server span was decided without: when it
@@ -399,11 +419,25 @@ static __always_inline void client_request(struct event_header *h, const __u8 *d
 	h->trace_flags = c.trace_flags;
 }
 
-/* The response leaves: the key serves no request any more. */
+/* The response leaves: the key serves no request any more, and neither
+ * does the key that read the request, if another, while it still holds
+ * that request (it may have read a newer one meanwhile). */
 static __always_inline void server_response(struct event_header *h)
 {
 	__u64 k = ctx_key(h->pid, h->key);
 	bpf_map_delete_elem(&active_ctx, &k);
+	struct serving *sv = bpf_map_lookup_elem(&serving_sock, &h->sock_id);
+	if (sv && sv->key != k) {
+		__u64 rk = sv->key;
+		struct span_ctx *a = bpf_map_lookup_elem(&active_ctx, &rk);
+		if (a && *(__u64 *)a->span_id == *(__u64 *)sv->span_id) {
+			bpf_map_delete_elem(&active_ctx, &rk);
+			/* A thread key is its pid_tgid; a logical id's threads
+			 * are kept in step by unmount. */
+			if (!((__u32)rk & WEFT_LOGICAL_BIT))
+				bpf_map_delete_elem(&traces_ctx_v1, &rk);
+		}
+	}
 	k = ctx_key(h->pid, h->tid);
 	bpf_map_delete_elem(&traces_ctx_v1, &k);
 }

@@ -13,6 +13,8 @@ const usage = `weft — zero-code HTTP tracing from the kernel
 
 Usage:
   weft run [flags]      trace processes and export spans (needs root)
+  weft java attach PID  load weft's Java agent into running JVMs
+  weft profile [flags]  flame graph and pprof of one span, trace or span name
   weft doctor           tell what this kernel supports and what weft will use
   weft version          print the version
 
@@ -28,6 +30,10 @@ func main() {
 	switch os.Args[1] {
 	case "run":
 		err = runCmd(os.Args[2:])
+	case "java":
+		err = javaCmd(os.Args[2:])
+	case "profile":
+		err = profileCmd(os.Args[2:])
 	case "doctor":
 		err = doctorCmd(os.Args[2:])
 	case "version", "--version", "-v":

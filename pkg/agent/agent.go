@@ -12,6 +12,7 @@ import (
 	"github.com/weftdev/weft/pkg/config"
 	"github.com/weftdev/weft/pkg/correlate"
 	"github.com/weftdev/weft/pkg/export"
+	"github.com/weftdev/weft/pkg/javaagent"
 	"github.com/weftdev/weft/pkg/kernel"
 	"github.com/weftdev/weft/pkg/metrics"
 	"github.com/weftdev/weft/pkg/procinfo"
@@ -42,6 +43,7 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 		TraceAll:     cfg.Select.All(),
 		NotifyExec:   sel.NeedsExecEvents(),
 		Propagation:  cfg.Propagation == "headers",
+		PinTracesCtx: cfg.Profile.Pin,
 	})
 	if err != nil {
 		return err
@@ -60,6 +62,15 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 	if err != nil {
 		return err
 	}
+	var prof *profiling
+	if cfg.Profile.On() {
+		// Spans go through the profiler on their way out, to learn
+		// whether they got samples.
+		if prof, exp, err = startProfiling(cfg, version, tr, resolver, exp); err != nil {
+			return err
+		}
+		defer prof.Close()
+	}
 	clock := correlate.NewClock()
 	corr := correlate.New(correlate.Options{
 		RequestTimeout: cfg.RequestTimeout,
@@ -69,6 +80,21 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 
 	var reg metrics.Registry
 	loop := &loop{tr: tr, corr: corr, sel: sel, resolver: resolver, clock: clock, seen: map[uint32]bool{}}
+	if cfg.JavaAgent == "attach" {
+		ja, cleanup, err := newJavaAttacher(ctx, javaagent.Jar(), cfg.JavaAgentArgs)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		for _, pid := range sel.Traced() {
+			ja.Offer(pid)
+		}
+		loop.onNewPID = func(pid uint32) { ja.Offer(int(pid)) }
+	}
+	if prof != nil {
+		loop.onGone = prof.processGone
+		reg.Add(prof.snapshot)
+	}
 	reg.Add(loop.snapshot)
 	reg.Add(corr.Stats().Snapshot)
 	reg.Add(func() map[string]uint64 { return exporterSnapshot(exp.Stats()) })
@@ -107,6 +133,11 @@ wait:
 	tr.Close()
 	if runErr == nil {
 		runErr = <-done
+	}
+	if prof != nil {
+		if err := prof.Close(); err != nil {
+			log.Warn("profiler shutdown", "err", err)
+		}
 	}
 	flushCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -24,7 +24,11 @@ type loop struct {
 	clock    *correlate.Clock
 	// seen holds the pids whose identity was read while they ran: a
 	// short-lived client is often gone by the time its span is exported.
-	seen       map[uint32]bool
+	seen map[uint32]bool
+	// onNewPID, when set, is told of each process first seen on the network.
+	onNewPID func(pid uint32)
+	// onGone, when set, is told of each process that exited or exec'd.
+	onGone     func(pid uint32)
 	eventsRead atomic.Uint64
 	kstats     atomic.Pointer[tracer.Stats]
 }
@@ -74,14 +78,23 @@ func (l *loop) handle(ev *event.Event) {
 		if !l.seen[ev.PID] {
 			l.seen[ev.PID] = true
 			l.resolver.Resolve(ev.PID)
+			if l.onNewPID != nil {
+				l.onNewPID(ev.PID)
+			}
 		}
 	case event.KindExec:
 		delete(l.seen, ev.PID)
+		if l.onGone != nil {
+			l.onGone(ev.PID)
+		}
 		l.resolver.Invalidate(ev.PID)
 		l.sel.OnExec(int(ev.PID))
 		return
 	case event.KindExit:
 		delete(l.seen, ev.PID)
+		if l.onGone != nil {
+			l.onGone(ev.PID)
+		}
 		l.sel.OnExit(int(ev.PID))
 	}
 	l.corr.Handle(ev)

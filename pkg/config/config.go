@@ -22,8 +22,17 @@ type Config struct {
 	// requests traced processes send) or "off".
 	Propagation string `yaml:"propagation"`
 
+	// JavaAgent is "attach" (load weft's Java agent into every traced
+	// HotSpot JVM, so coroutines and executors keep their traces) or "off".
+	JavaAgent string `yaml:"java_agent"`
+	// JavaAgentArgs are passed to the agent when weft attaches it, e.g.
+	// "mode=ioctl".
+	JavaAgentArgs string `yaml:"java_agent_args"`
+
 	Select Select `yaml:"select"`
 	OTLP   OTLP   `yaml:"otlp"`
+	// Profile is the on-CPU profiler (docs/profiling.md).
+	Profile Profile `yaml:"profile"`
 
 	// RequestTimeout ends requests that never got an answer; their spans
 	// are exported with error.type "timeout".
@@ -65,11 +74,13 @@ func Default() Config {
 	return Config{
 		Probes:         "auto",
 		Propagation:    "headers",
+		JavaAgent:      "off",
 		CaptureBytes:   512,
 		RequestTimeout: 2 * time.Minute,
 		StatsInterval:  time.Minute,
 		LogLevel:       "info",
 		OTLP:           OTLP{Timeout: 10 * time.Second},
+		Profile:        defaultProfile(),
 	}
 }
 
@@ -84,6 +95,11 @@ func (c *Config) Validate() error {
 	case "headers", "off":
 	default:
 		return fmt.Errorf("propagation %q: want headers or off", c.Propagation)
+	}
+	switch c.JavaAgent {
+	case "attach", "off":
+	default:
+		return fmt.Errorf("java_agent %q: want attach or off", c.JavaAgent)
 	}
 	if c.CaptureBytes < 64 || c.CaptureBytes > 4096 {
 		return fmt.Errorf("capture_bytes %d: want 64..4096", c.CaptureBytes)
@@ -100,6 +116,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RequestTimeout <= 0 {
 		return errors.New("request_timeout must be positive")
+	}
+	if err := c.Profile.validate(); err != nil {
+		return err
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -18,12 +18,15 @@ type Flags struct {
 	exe          string
 	endpoint     string
 	headers      string
+	javaAgent    string
+	javaArgs     string
 	insecure     bool
 	reqTimeout   time.Duration
 	keepQuery    bool
 	metricsAddr  string
 	statsEvery   time.Duration
 	logLevel     string
+	profile      profileFlags
 }
 
 // RegisterFlags declares the flags on fs.
@@ -33,6 +36,8 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.ConfigPath, "config", "", "YAML configuration file")
 	fs.StringVar(&f.probes, "probes", d.Probes, "attach path: auto, kprobe or tracepoint")
 	fs.StringVar(&f.propagation, "propagation", d.Propagation, "write traceparent into outgoing HTTP/1.x requests: headers or off")
+	fs.StringVar(&f.javaAgent, "java-agent", d.JavaAgent, "load weft's Java agent into traced JVMs: attach or off")
+	fs.StringVar(&f.javaArgs, "java-agent-args", "", "arguments for the Java agent weft attaches, e.g. mode=ioctl")
 	fs.IntVar(&f.captureBytes, "capture-bytes", d.CaptureBytes, "leading payload bytes captured per send/recv (64..4096)")
 	fs.StringVar(&f.pids, "pid", "", "trace these process ids (comma-separated) and their children")
 	fs.StringVar(&f.ports, "port", "", "trace processes listening on these TCP ports (comma-separated)")
@@ -45,6 +50,7 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve self-metrics on this address, e.g. 127.0.0.1:9464")
 	fs.DurationVar(&f.statsEvery, "stats-interval", d.StatsInterval, "log self-metrics this often (0: never)")
 	fs.StringVar(&f.logLevel, "log-level", d.LogLevel, "debug, info, warn or error")
+	f.profile.register(fs, d.Profile)
 	return f
 }
 
@@ -59,6 +65,10 @@ func (f *Flags) apply(c *Config, fs *flag.FlagSet) error {
 			c.Probes = f.probes
 		case "propagation":
 			c.Propagation = f.propagation
+		case "java-agent":
+			c.JavaAgent = f.javaAgent
+		case "java-agent-args":
+			c.JavaAgentArgs = f.javaArgs
 		case "capture-bytes":
 			c.CaptureBytes = f.captureBytes
 		case "pid":
@@ -83,6 +93,8 @@ func (f *Flags) apply(c *Config, fs *flag.FlagSet) error {
 			c.StatsInterval = f.statsEvery
 		case "log-level":
 			c.LogLevel = f.logLevel
+		default:
+			f.profile.apply(&c.Profile, fl.Name)
 		}
 		if err != nil {
 			err = fmt.Errorf("-%s: %w", fl.Name, err)

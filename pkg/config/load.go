@@ -93,6 +93,8 @@ func applyEnv(c *Config, getenv func(string) string) error {
 	}
 	set("WEFT_PROBES", func(v string) error { c.Probes = v; return nil })
 	set("WEFT_PROPAGATION", func(v string) error { c.Propagation = v; return nil })
+	set("WEFT_JAVA_AGENT", func(v string) error { c.JavaAgent = v; return nil })
+	set("WEFT_JAVA_AGENT_ARGS", func(v string) error { c.JavaAgentArgs = v; return nil })
 	set("WEFT_CAPTURE_BYTES", func(v string) (e error) { c.CaptureBytes, e = strconv.Atoi(v); return })
 	set("WEFT_PIDS", func(v string) (e error) { c.Select.PIDs, e = parseInts(v); return })
 	set("WEFT_PORTS", func(v string) (e error) { c.Select.Ports, e = parseInts(v); return })
@@ -102,6 +104,7 @@ func applyEnv(c *Config, getenv func(string) string) error {
 	set("WEFT_METRICS_ADDR", func(v string) error { c.MetricsAddr = v; return nil })
 	set("WEFT_STATS_INTERVAL", func(v string) (e error) { c.StatsInterval, e = time.ParseDuration(v); return })
 	set("WEFT_LOG_LEVEL", func(v string) error { c.LogLevel = v; return nil })
+	applyProfileEnv(&c.Profile, set)
 	return err
 }
 

@@ -87,8 +87,17 @@ func spanAttributes(s *spans.Span) []attribute.KeyValue {
 	if et := errorType(s); et != "" {
 		attrs = append(attrs, semconv.ErrorTypeKey.String(et))
 	}
+	if s.Profiled {
+		// Grafana's traces-to-profiles link: the pprof samples of this
+		// span carry span_id = this value.
+		attrs = append(attrs, attribute.String(ProfileIDKey, s.SpanID.String()))
+	}
 	return attrs
 }
+
+// ProfileIDKey is the attribute of spans that have CPU samples, named as
+// Grafana (Pyroscope) expects it.
+const ProfileIDKey = "pyroscope.profile.id"
 
 func errorType(s *spans.Span) string {
 	if s.ErrorType != "" {

@@ -74,7 +74,8 @@ func (c *Console) Stats() Stats { return c.stats.snapshot() }
 //
 //	12:03:04.567 frontend[1234]       SERVER GET     /api/users                200  12.3ms trace=4bf9… span=00f0… parent=-
 //
-// with " error=<type>" appended for failed exchanges.
+// with " error=<type>" appended for failed exchanges and " profiled" for
+// spans that have CPU samples.
 func formatLine(s *spans.Span, service string) string {
 	proc := strconv.FormatUint(uint64(s.PID), 10)
 	if service != "" {
@@ -110,6 +111,9 @@ func formatLine(s *spans.Span, service string) string {
 		formatDuration(s.Duration()), s.TraceID, s.SpanID, parent)
 	if et := errorType(s); et != "" {
 		b.WriteString(" error=" + printable(et))
+	}
+	if s.Profiled {
+		b.WriteString(" profiled")
 	}
 	b.WriteByte('\n')
 	return b.String()

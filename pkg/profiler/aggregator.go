@@ -83,7 +83,14 @@ func NewAggregator(cfg Config) (*Aggregator, error) {
 // Add symbolises a sample and counts it. Symbolising happens now, while
 // the process and its files are most likely still there.
 func (a *Aggregator) Add(s *RawSample) {
-	frames := a.cfg.Symbolizer.Symbolize(s.PID, s.UserStack, s.KernelStack)
+	a.AddFrames(s, a.cfg.Symbolizer.Symbolize(s.PID, s.UserStack, s.KernelStack))
+}
+
+// AddFrames counts a sample whose stacks the caller symbolised already,
+// leaf first as Symbolizer returns them: a caller that looks at the frames
+// first, to wait for a JIT's symbols for instance, need not symbolise
+// twice.
+func (a *Aggregator) AddFrames(s *RawSample, frames []symbolize.Frame) {
 	service := ""
 	if a.cfg.Service != nil {
 		service = a.cfg.Service(s.PID)

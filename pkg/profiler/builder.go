@@ -50,12 +50,12 @@ type locKey struct {
 
 // stack is one distinct (stack, span, thread, process) and its count.
 type stack struct {
-	locs   []*profile.Location
-	trace  spans.TraceID
-	span   spans.SpanID
-	thread string
-	pid    uint32
-	count  int64
+	locs     []*profile.Location
+	trace    spans.TraceID
+	span     spans.SpanID
+	thread   string
+	pid, tid uint32
+	count    int64
 }
 
 func newBuilder() *builder {
@@ -87,7 +87,8 @@ func (b *builder) add(frames []symbolize.Frame, s *RawSample, mayGrow bool) (gre
 	b.key.Write(s.TraceID[:])
 	b.key.Write(s.SpanID[:])
 	binary.LittleEndian.PutUint32(buf[:4], s.PID)
-	b.key.Write(buf[:4])
+	binary.LittleEndian.PutUint32(buf[4:], s.TID)
+	b.key.Write(buf[:])
 	b.key.WriteString(s.Thread)
 	key := b.key.String()
 
@@ -98,7 +99,7 @@ func (b *builder) add(frames []symbolize.Frame, s *RawSample, mayGrow bool) (gre
 	if !mayGrow {
 		return false, false
 	}
-	st := &stack{locs: locs, trace: s.TraceID, span: s.SpanID, thread: s.Thread, pid: s.PID, count: 1}
+	st := &stack{locs: locs, trace: s.TraceID, span: s.SpanID, thread: s.Thread, pid: s.PID, tid: s.TID, count: 1}
 	b.stacks[key] = st
 	b.order = append(b.order, st)
 	return true, true
@@ -219,7 +220,7 @@ func (b *builder) profile(iv interval, name spanNamer) *profile.Profile {
 			Location: st.locs,
 			Value:    []int64{st.count, st.count * iv.period},
 			Label:    labels,
-			NumLabel: map[string][]int64{LabelPID: {int64(st.pid)}},
+			NumLabel: map[string][]int64{LabelPID: {int64(st.pid)}, LabelTID: {int64(st.tid)}},
 		})
 	}
 	return p

@@ -9,6 +9,9 @@ const (
 	LabelSpanName = "span_name" // absent when unknown or outside spans
 	LabelThread   = "thread"    // absent when unknown
 	LabelPID      = "pid"       // numeric label
+	// LabelTID is the thread (numeric label): it shows a request that
+	// moved between threads, such as a coroutine, within one span.
+	LabelTID = "tid"
 )
 
 // NoSpan is the trace_id and span_id of samples taken outside any span.

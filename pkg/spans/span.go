@@ -74,6 +74,10 @@ type Span struct {
 	// (for example "timeout" or "connection_closed"), following the
 	// semantic conventions' error.type attribute.
 	ErrorType string
+
+	// Profiled is set when the profiler took CPU samples while the span
+	// ran: its profile can be looked up by span id.
+	Profiled bool
 }
 
 // Duration is End minus Start.

@@ -85,6 +85,12 @@ type kprobeInjectBuf struct {
 	Hdr  [72]int8
 }
 
+type kprobeServing struct {
+	_      structs.HostLayout
+	Key    uint64
+	SpanId [8]uint8
+}
+
 type kprobeSpanCtx struct {
 	_          structs.HostLayout
 	TraceId    [16]uint8
@@ -142,6 +148,7 @@ const (
 	kprobeMapSamples               = "samples"
 	kprobeMapScratch               = "scratch"
 	kprobeMapSentCtx               = "sent_ctx"
+	kprobeMapServingSock           = "serving_sock"
 	kprobeMapSplitRequests         = "split_requests"
 	kprobeMapStats                 = "stats"
 	kprobeMapThreadKey             = "thread_key"
@@ -251,6 +258,7 @@ type kprobeMapSpecs struct {
 	Samples         *ebpf.MapSpec `ebpf:"samples"`
 	Scratch         *ebpf.MapSpec `ebpf:"scratch"`
 	SentCtx         *ebpf.MapSpec `ebpf:"sent_ctx"`
+	ServingSock     *ebpf.MapSpec `ebpf:"serving_sock"`
 	SplitRequests   *ebpf.MapSpec `ebpf:"split_requests"`
 	Stats           *ebpf.MapSpec `ebpf:"stats"`
 	ThreadKey       *ebpf.MapSpec `ebpf:"thread_key"`
@@ -308,6 +316,7 @@ type kprobeMaps struct {
 	Samples         *ebpf.Map `ebpf:"samples"`
 	Scratch         *ebpf.Map `ebpf:"scratch"`
 	SentCtx         *ebpf.Map `ebpf:"sent_ctx"`
+	ServingSock     *ebpf.Map `ebpf:"serving_sock"`
 	SplitRequests   *ebpf.Map `ebpf:"split_requests"`
 	Stats           *ebpf.Map `ebpf:"stats"`
 	ThreadKey       *ebpf.Map `ebpf:"thread_key"`
@@ -332,6 +341,7 @@ func (m *kprobeMaps) Close() error {
 		m.Samples,
 		m.Scratch,
 		m.SentCtx,
+		m.ServingSock,
 		m.SplitRequests,
 		m.Stats,
 		m.ThreadKey,

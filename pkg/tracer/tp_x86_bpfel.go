@@ -87,6 +87,12 @@ type tpInjectBuf struct {
 	Hdr  [72]int8
 }
 
+type tpServing struct {
+	_      structs.HostLayout
+	Key    uint64
+	SpanId [8]uint8
+}
+
 type tpSpanCtx struct {
 	_          structs.HostLayout
 	TraceId    [16]uint8
@@ -182,6 +188,7 @@ const (
 	tpMapSamples            = "samples"
 	tpMapScratch            = "scratch"
 	tpMapSentCtx            = "sent_ctx"
+	tpMapServingSock        = "serving_sock"
 	tpMapSplitRequests      = "split_requests"
 	tpMapStats              = "stats"
 	tpMapThreadKey          = "thread_key"
@@ -313,6 +320,7 @@ type tpMapSpecs struct {
 	Samples       *ebpf.MapSpec `ebpf:"samples"`
 	Scratch       *ebpf.MapSpec `ebpf:"scratch"`
 	SentCtx       *ebpf.MapSpec `ebpf:"sent_ctx"`
+	ServingSock   *ebpf.MapSpec `ebpf:"serving_sock"`
 	SplitRequests *ebpf.MapSpec `ebpf:"split_requests"`
 	Stats         *ebpf.MapSpec `ebpf:"stats"`
 	ThreadKey     *ebpf.MapSpec `ebpf:"thread_key"`
@@ -368,6 +376,7 @@ type tpMaps struct {
 	Samples       *ebpf.Map `ebpf:"samples"`
 	Scratch       *ebpf.Map `ebpf:"scratch"`
 	SentCtx       *ebpf.Map `ebpf:"sent_ctx"`
+	ServingSock   *ebpf.Map `ebpf:"serving_sock"`
 	SplitRequests *ebpf.Map `ebpf:"split_requests"`
 	Stats         *ebpf.Map `ebpf:"stats"`
 	ThreadKey     *ebpf.Map `ebpf:"thread_key"`
@@ -390,6 +399,7 @@ func (m *tpMaps) Close() error {
 		m.Samples,
 		m.Scratch,
 		m.SentCtx,
+		m.ServingSock,
 		m.SplitRequests,
 		m.Stats,
 		m.ThreadKey,

@@ -32,7 +32,7 @@ var (
 	cpuProf  = flag.String("cpuprofile", "", "write a CPU profile of weft during the first traced run here")
 	rate     = flag.Int("rate", 0, "fixed request rate (open loop); 0 runs wrk at saturation")
 	chain    = flag.Bool("chain", false, "load a two-service chain (thread-per-request front calling a net/http backend)")
-	modes    = flag.String("modes", "off,on", "weft configurations, alternating: off, on, noprop (weft with --propagation=off)")
+	modes    = flag.String("modes", "off,on", "weft configurations, alternating: off, on, noprop (weft with --propagation=off), prof<Hz> (on, profiling at Hz)")
 )
 
 type run struct {
@@ -47,6 +47,11 @@ type run struct {
 	lost      uint64
 	spans     uint64
 	progStats map[string]progStat
+	// profSamples are the samples weft read (profiling modes).
+	profSamples uint64
+	// profCPU is the CPU weft spent in profiling code, per second of the
+	// run, from weft's own CPU profile (profiling modes).
+	profCPU float64
 }
 
 type progStat struct{ runNs, runCnt uint64 }
@@ -54,9 +59,17 @@ type progStat struct{ runNs, runCnt uint64 }
 func main() {
 	flag.Parse()
 	log.SetFlags(0)
+	if *jvmBench {
+		if *rate == 0 {
+			*rate = 500
+		}
+		runJVMBench()
+		return
+	}
 	dir, err := os.MkdirTemp("", "weft-bench-")
 	check(err)
 	defer os.RemoveAll(dir)
+	defer removeProfDirs()
 	srvBin := filepath.Join(dir, "websrv")
 	out, err := exec.Command("go", "build", "-o", srvBin, "./test/e2e/testdata/websrv").CombinedOutput()
 	if err != nil {
@@ -67,7 +80,7 @@ func main() {
 
 	backend, addr := startServer(srvBin, "-mode=nethttp", "-addr=127.0.0.1:0")
 	defer backend.Process.Kill()
-	url := "http://" + addr + "/hello"
+	url := "http://" + addr + *urlPath
 	pids := []int{backend.Process.Pid}
 	if *chain {
 		front, faddr := startServer(srvBin, "-mode=thread", "-addr=127.0.0.1:0", "-downstream="+addr)
@@ -87,6 +100,7 @@ func main() {
 		}
 	}
 	report(runs, order)
+	reportProfiling(runs, order)
 }
 
 func startServer(bin string, args ...string) (*exec.Cmd, string) {
@@ -116,6 +130,7 @@ func measure(url string, pids []int, mode string, otlp string) run {
 		}
 		w = exec.Command(*weftBin, "run", "--probes=auto", "--pid="+strings.Join(ps, ","), "--propagation="+prop,
 			"--metrics-addr=127.0.0.1:"+strconv.Itoa(port), "--stats-interval=0", "--otlp-endpoint="+otlp, "--otlp-insecure")
+		w.Args = append(w.Args, profileArgs(mode)...)
 		w.Stdout, w.Stderr = nil, nil
 		check(w.Start())
 		waitHTTP(metrics)
@@ -125,7 +140,7 @@ func measure(url string, pids []int, mode string, otlp string) run {
 	progBefore := map[string]progStat{}
 	if traced {
 		weftBefore = cpuTime(w.Process.Pid)
-		progBefore = progStats()
+		progBefore = progStats(w.Process.Pid)
 	}
 	profDone := make(chan struct{})
 	if traced && *cpuProf != "" {
@@ -145,6 +160,7 @@ func measure(url string, pids []int, mode string, otlp string) run {
 	} else {
 		close(profDone)
 	}
+	waitProfCPU := startProfilerCPU(metrics, mode)
 	var res wrkResult
 	if *rate > 0 {
 		res = openLoop(url, *rate, *duration, *conns)
@@ -152,12 +168,13 @@ func measure(url string, pids []int, mode string, otlp string) run {
 		res = wrk(url, *duration)
 	}
 	<-profDone
+	r.profCPU = waitProfCPU()
 	r.reqPerSec, r.requests, r.p50, r.p99 = res.rps, res.requests, res.p50, res.p99
 	r.srvCPU = cpuTimes(pids) - before
 	if traced {
 		r.weftCPU = cpuTime(w.Process.Pid) - weftBefore
 		r.weftRSSKB = rss(w.Process.Pid)
-		after := progStats()
+		after := progStats(w.Process.Pid)
 		r.progStats = map[string]progStat{}
 		for name, a := range after {
 			b := progBefore[name]
@@ -165,6 +182,7 @@ func measure(url string, pids []int, mode string, otlp string) run {
 		}
 		m := scrape(metrics)
 		r.lost, r.spans = m["weft_events_lost"], m["weft_spans_server"]
+		r.profSamples = m["weft_profile_samples_read"]
 		w.Process.Signal(os.Interrupt)
 		w.Wait()
 	}
@@ -242,24 +260,47 @@ func rss(pid int) uint64 {
 	return 0
 }
 
-// progStats reads run time and count of weft's programs (kernel BPF stats).
-func progStats() map[string]progStat {
+// progStats reads run time and count of the programs the weft process pid
+// holds (kernel BPF stats): another weft on the host has its own.
+func progStats(pid int) map[string]progStat {
 	out, err := exec.Command("bpftool", "prog", "show", "--json").Output()
 	check(err)
 	var progs []struct {
+		ID     uint32 `json:"id"`
 		Name   string `json:"name"`
 		RunNs  uint64 `json:"run_time_ns"`
 		RunCnt uint64 `json:"run_cnt"`
 	}
 	check(json.Unmarshal(out, &progs))
+	own := progIDs(pid)
 	m := map[string]progStat{}
 	for _, p := range progs {
-		if strings.HasPrefix(p.Name, "weft_") {
+		if strings.HasPrefix(p.Name, "weft_") && own[p.ID] {
 			s := m[p.Name]
 			m[p.Name] = progStat{s.runNs + p.RunNs, s.runCnt + p.RunCnt}
 		}
 	}
 	return m
+}
+
+// progIDs are the BPF programs pid has open, from its fds' fdinfo.
+func progIDs(pid int) map[uint32]bool {
+	ids := map[uint32]bool{}
+	infos, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fdinfo/*", pid))
+	for _, f := range infos {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "prog_id:"); ok {
+				if id, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32); err == nil {
+					ids[uint32(id)] = true
+				}
+			}
+		}
+	}
+	return ids
 }
 
 func scrape(url string) map[string]uint64 {

@@ -1,6 +1,8 @@
 // Command websrv is the traced application of weft's end-to-end tests.
 //
-//	-mode=nethttp  a net/http server: /hello, /sleep?ms=N, /status/N, /big?bytes=N
+//	-mode=nethttp  a net/http server: /hello, /sleep?ms=N, /status/N, /big?bytes=N,
+//	               /burn?ms=N (N ms of CPU in weftBurnCPUHotLoop, default 200)
+//	-background-burn  also burn CPU outside any request, in weftBackgroundBurn
 //	-mode=thread   a thread-per-connection server whose /call handler calls
 //	               -downstream over a raw socket on the same OS thread, the
 //	               way a thread-per-request server does
@@ -35,7 +37,11 @@ func main() {
 	downstream := flag.String("downstream", "", "host:port that /call calls (thread mode)")
 	downPath := flag.String("downstream-path", "/hello", "path /call requests downstream")
 	useTLS := flag.Bool("tls", false, "serve HTTPS with a self-signed certificate (nethttp mode)")
+	bgBurn := flag.Bool("background-burn", false, "keep one goroutine burning CPU outside any request")
 	flag.Parse()
+	if *bgBurn {
+		go weftBackgroundBurn()
+	}
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -97,6 +103,13 @@ func handlers() http.Handler {
 	mux.HandleFunc("/headers", func(w http.ResponseWriter, r *http.Request) {
 		// Raw header lines, as received: net/http would merge repeats.
 		fmt.Fprintf(w, "traceparent=%d %s\n", len(r.Header.Values("Traceparent")), strings.Join(r.Header.Values("Traceparent"), ","))
+	})
+	mux.HandleFunc("/burn", func(w http.ResponseWriter, r *http.Request) {
+		ms, err := strconv.Atoi(r.URL.Query().Get("ms"))
+		if err != nil || ms <= 0 {
+			ms = 200
+		}
+		fmt.Fprintf(w, "burnt %x\n", weftBurnCPUHotLoop(time.Duration(ms)*time.Millisecond))
 	})
 	mux.HandleFunc("/upload", func(w http.ResponseWriter, r *http.Request) {
 		h := sha256.New()
@@ -178,4 +191,44 @@ func call(addr, path string) (int, error) {
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode, nil
+}
+
+// weftBurnCPUHotLoop keeps the calling goroutine on a CPU for d. The
+// profiling tests look for its name in the request's flame graph; the
+// result goes into the response so the loop cannot be optimised away.
+//
+//go:noinline
+func weftBurnCPUHotLoop(d time.Duration) uint64 {
+	deadline := time.Now().Add(d)
+	h := uint64(14695981039346656037) // FNV-1a offset basis
+	for time.Now().Before(deadline) {
+		for i := range 200000 {
+			h = (h ^ uint64(i)) * 1099511628211
+		}
+	}
+	return h
+}
+
+// burnSink keeps weftBackgroundBurn's result alive.
+var burnSink uint64
+
+// weftBackgroundBurn burns CPU forever, in no request: about a third of a
+// CPU, in 10 ms slices.
+func weftBackgroundBurn() {
+	for {
+		burnSink += weftBackgroundBurnSlice(10 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+//go:noinline
+func weftBackgroundBurnSlice(d time.Duration) uint64 {
+	deadline := time.Now().Add(d)
+	h := uint64(1)
+	for time.Now().Before(deadline) {
+		for i := range 20000 {
+			h = h*31 + uint64(i)
+		}
+	}
+	return h
 }

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The JVM agent benchmark: the Ktor demo frontend's /direct (a server span,
+// a coroutine hop to the CIO client, the backend's span) under a fixed
+// load, with each way of tracing it the user could pick, side by side:
+//
+//	weft        weft on, no agent (the trace splits)
+//	weft+agent  weft on, weft's Java agent
+//	otel        no weft, the OpenTelemetry Java agent (in-process tracing)
+//	off         nothing (the baseline)
+var (
+	jvmBench  = flag.Bool("jvm", false, "benchmark the JVM agent on the Ktor demo's /direct")
+	jvmModes  = flag.String("jvm-modes", "off,weft,weft+agent,otel", "configurations for -jvm")
+	otelAgent = flag.String("otel-agent", ".cache/opentelemetry-javaagent.jar", "the OpenTelemetry Java agent jar for -jvm")
+	jvmWarmup = flag.Duration("jvm-warmup", 20*time.Second, "load before measuring each JVM configuration (JIT)")
+)
+
+type jvmRun struct {
+	mode         string
+	reqPerSec    float64
+	requests     float64
+	p50, p99     time.Duration
+	jvmCPU       time.Duration // both JVMs
+	weftCPU      time.Duration
+	agentPackets uint64 // ioctl packets the kernel saw from the JVMs
+	spans        uint64
+}
+
+func runJVMBench() {
+	root, err := os.Getwd()
+	check(err)
+	jar := func(name string) string { return filepath.Join(root, "demo", "services", name, "target", name+".jar") }
+	agent := filepath.Join(root, "pkg", "javaagent", "weft-agent.jar")
+	otlp := startSink()
+	var runs []jvmRun
+	order := strings.Split(*jvmModes, ",")
+	for i := 0; i < *rounds; i++ {
+		for _, mode := range order {
+			runs = append(runs, measureJVM(mode, jar, agent, otlp))
+		}
+	}
+	reportJVM(runs, order)
+}
+
+func startJVM(service, jarPath string, env []string, opts ...string) (*exec.Cmd, string) {
+	port := freePort()
+	cmd := exec.Command("java", append(append([]string{"-XX:+PreserveFramePointer"}, opts...), "-jar", jarPath)...)
+	cmd.Env = append(append(os.Environ(), "OTEL_SERVICE_NAME="+service, "PORT="+strconv.Itoa(port)), env...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	check(cmd.Start())
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	waitHTTP(url + "/health")
+	return cmd, url
+}
+
+func measureJVM(mode string, jar func(string) string, agent, otlp string) jvmRun {
+	r := jvmRun{mode: mode}
+	var opts []string
+	switch mode {
+	case "weft+agent":
+		opts = []string{"-javaagent:" + agent}
+	case "otel":
+		if _, err := os.Stat(*otelAgent); err != nil {
+			log.Fatalf("-jvm otel needs the OpenTelemetry Java agent at %s (scripts/bench.sh fetches it): %v", *otelAgent, err)
+		}
+		opts = []string{"-javaagent:" + *otelAgent, "-Dotel.exporter.otlp.endpoint=http://" + otlp,
+			"-Dotel.exporter.otlp.protocol=grpc", "-Dotel.metrics.exporter=none", "-Dotel.logs.exporter=none"}
+	}
+	backend, burl := startJVM("backend", jar("backend"), nil, opts...)
+	defer func() { backend.Process.Kill(); backend.Wait() }()
+	front, furl := startJVM("frontend", jar("frontend"), []string{"BACKEND_URL=" + burl}, opts...)
+	defer func() { front.Process.Kill(); front.Wait() }()
+	pids := []int{backend.Process.Pid, front.Process.Pid}
+	url := furl + "/direct"
+
+	var w *exec.Cmd
+	var metrics string
+	if strings.HasPrefix(mode, "weft") {
+		port := freePort()
+		metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+		w = exec.Command(*weftBin, "run", "--pid="+strconv.Itoa(pids[0])+","+strconv.Itoa(pids[1]),
+			"--metrics-addr=127.0.0.1:"+strconv.Itoa(port), "--stats-interval=0", "--otlp-endpoint="+otlp, "--otlp-insecure")
+		check(w.Start())
+		defer func() { w.Process.Signal(os.Interrupt); w.Wait() }()
+		waitHTTP(metrics)
+	}
+	openLoop(url, *rate, *jvmWarmup, *conns)
+	before := cpuTimes(pids)
+	var weftBefore time.Duration
+	var m0 map[string]uint64
+	if w != nil {
+		weftBefore = cpuTime(w.Process.Pid)
+		m0 = scrape(metrics)
+	}
+	res := openLoop(url, *rate, *duration, *conns)
+	r.reqPerSec, r.requests, r.p50, r.p99 = res.rps, res.requests, res.p50, res.p99
+	r.jvmCPU = cpuTimes(pids) - before
+	if w != nil {
+		r.weftCPU = cpuTime(w.Process.Pid) - weftBefore
+		m1 := scrape(metrics)
+		r.agentPackets = m1["weft_agent_packets"] - m0["weft_agent_packets"]
+		r.spans = m1["weft_spans_server"] - m0["weft_spans_server"]
+	}
+	log.Printf("%s: %.0f req/s, p50 %v p99 %v, JVM CPU %v, weft CPU %v, agent packets %d",
+		mode, r.reqPerSec, r.p50, r.p99, r.jvmCPU, r.weftCPU, r.agentPackets)
+	return r
+}
+
+func reportJVM(runs []jvmRun, order []string) {
+	by := map[string][]jvmRun{}
+	for _, r := range runs {
+		by[r.mode] = append(by[r.mode], r)
+	}
+	mean := func(rs []jvmRun, f func(jvmRun) float64) float64 {
+		var s float64
+		for _, r := range rs {
+			s += f(r)
+		}
+		return s / float64(len(rs))
+	}
+	rows := []struct {
+		name string
+		f    func(jvmRun) float64
+		unit string
+	}{
+		{"throughput (req/s)", func(r jvmRun) float64 { return r.reqPerSec }, "%.0f"},
+		{"p50 (µs)", func(r jvmRun) float64 { return float64(r.p50.Microseconds()) }, "%.0f"},
+		{"p99 (µs)", func(r jvmRun) float64 { return float64(r.p99.Microseconds()) }, "%.0f"},
+		{"JVM CPU per request (µs)", func(r jvmRun) float64 { return float64(r.jvmCPU.Microseconds()) / r.requests }, "%.1f"},
+		{"weft CPU per request (µs)", func(r jvmRun) float64 { return float64(r.weftCPU.Microseconds()) / r.requests }, "%.1f"},
+		{"total CPU per request (µs)", func(r jvmRun) float64 {
+			return float64((r.jvmCPU + r.weftCPU).Microseconds()) / r.requests
+		}, "%.1f"},
+		{"agent ioctl packets per request", func(r jvmRun) float64 { return float64(r.agentPackets) / r.requests }, "%.3f"},
+	}
+	fmt.Printf("| metric |")
+	for _, m := range order {
+		fmt.Printf(" %s |", m)
+	}
+	fmt.Printf("\n|---|")
+	for range order {
+		fmt.Printf("---|")
+	}
+	fmt.Println()
+	for _, row := range rows {
+		fmt.Printf("| %s |", row.name)
+		for _, m := range order {
+			fmt.Printf(" "+row.unit+" |", mean(by[m], row.f))
+		}
+		fmt.Println()
+	}
+	fmt.Printf("\nruns per configuration: %d, %d req/s offered for %v each after %v of warm-up\n",
+		*rounds, *rate, *duration, *jvmWarmup)
+}
