@@ -1,34 +1,23 @@
 #!/usr/bin/env bash
-# The first demo: a sample server, weft tracing it, a little traffic, and the
-# spans weft prints. Ctrl-C stops everything it started.
+# The local demo, no Docker needed: Jaeger, the demo services (the Kotlin
+# frontend with weft's Java agent and without it, the plain-Java jfront, the
+# backend) and weft on 127.0.0.1, a little traffic through every endpoint,
+# then each endpoint's trace as Jaeger's query API returns it, with the flame
+# graph of its slowest span. demo/runner does the work (its package comment
+# lists the ports); its files go to .cache/demo/.
+#
+#   scripts/demo.sh          runs until Ctrl-C, which stops everything (make demo)
+#   scripts/demo.sh -check   asserts the trace shapes, stops, exits 0 or 1 (make demo-test)
+#
+# Other flags: -port-base N (or WEFT_DEMO_PORT_BASE), -requests N, -java PATH,
+# -weft PATH, -no-build, -v.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
 if [ "$(id -u)" -ne 0 ]; then
 	echo "demo: weft loads BPF programs; run as root (sudo make demo)" >&2
 	exit 1
 fi
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
-
-go build -o "$tmp/websrv" ./test/e2e/testdata/websrv
-OTEL_SERVICE_NAME=backend "$tmp/websrv" -mode=nethttp -addr=127.0.0.1:18081 >/dev/null &
-pids+=($!)
-OTEL_SERVICE_NAME=frontend "$tmp/websrv" -mode=thread -addr=127.0.0.1:18080 -downstream=127.0.0.1:18081 >/dev/null &
-pids+=($!)
-sleep 0.5
-
-echo "== weft tracing the sample services (ports 18080, 18081); Ctrl-C to stop"
-bin/weft run --port 18080,18081 --stats-interval=0 --log-level=warn &
-pids+=($!)
-sleep 2
-
-for path in /call /call /hello; do curl -s -o /dev/null "http://127.0.0.1:18080$path"; done
-for path in /hello /sleep?ms=120 /status/503 /users/42; do curl -s -o /dev/null "http://127.0.0.1:18081$path"; done
-echo "== sent 7 requests; spans appear above as they finish. Try: curl http://127.0.0.1:18080/call"
-wait "${pids[2]}"
+mkdir -p .cache/bin
+go build -o .cache/bin/demo-runner ./demo/runner
+# exec: Ctrl-C and SIGTERM reach the runner itself, which stops what it started.
+exec .cache/bin/demo-runner "$@"
