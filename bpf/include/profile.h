@@ -21,9 +21,18 @@ struct {
 	__uint(max_entries, 2 << 20);
 } samples SEC(".maps");
 
-/* User space drains samples on a short timer (profiles need no
- * latency); only a filling buffer wakes it early. */
-#define SAMPLES_WAKEUP_BYTES (512 << 10)
+/* Samples reserved so far. User space counts the samples it has handled;
+ * while the two are equal no sample can still name a span that just
+ * ended, so the span is exported at once instead of held (see
+ * pkg/agent/spanlinks.go). Memory-mapped: user space reads it for every
+ * span, without a system call. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} samples_begun SEC(".maps");
 
 SEC("perf_event")
 int weft_sample(struct bpf_perf_event_data *ctx)
@@ -48,6 +57,12 @@ int weft_sample(struct bpf_perf_event_data *ctx)
 		count(WEFT_STAT_LOST_SAMPLES);
 		return 0;
 	}
+	/* Counted before the time is taken and the span looked up: a sample
+	 * stamped before user space reads the count is in it. */
+	__u32 zero = 0;
+	__u64 *begun = bpf_map_lookup_elem(&samples_begun, &zero);
+	if (begun)
+		__sync_fetch_and_add(begun, 1);
 	s->ts_ns = bpf_ktime_get_ns();
 	s->pid = tgid;
 	s->tid = tid;
@@ -73,10 +88,10 @@ int weft_sample(struct bpf_perf_event_data *ctx)
 	n = bpf_get_stack(ctx, s->kernel_stack, sizeof(s->kernel_stack), 0);
 	s->kernel_len = n > 0 ? (__u64)n >> 3 : 0;
 
-	__u64 flags = BPF_RB_NO_WAKEUP;
-	if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= SAMPLES_WAKEUP_BYTES)
-		flags = BPF_RB_FORCE_WAKEUP;
-	bpf_ringbuf_submit(s, flags);
+	/* Default wake-up: the reader, when it has caught up, wakes for each
+	 * sample (at most a few hundred a second) and handles it at once, so
+	 * spans are rarely held. */
+	bpf_ringbuf_submit(s, 0);
 	count(WEFT_STAT_SAMPLES);
 	return 0;
 }

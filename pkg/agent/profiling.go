@@ -25,9 +25,10 @@ import (
 
 const (
 	// sampleReadSlice is how long one read of the sample ring waits. Each
-	// read that comes back empty moves the watermark, so it bounds how
-	// long exported spans are held.
-	sampleReadSlice = 50 * time.Millisecond
+	// read that comes back empty moves the watermark: should the sampler
+	// not settle (samples keep coming), it bounds how long exported spans
+	// are held.
+	sampleReadSlice = 250 * time.Millisecond
 	// sampleQueue is the samples read but not yet symbolised; beyond it
 	// samples are dropped (and counted) rather than stall the reader.
 	sampleQueue = 4096
@@ -132,7 +133,7 @@ func startProfiling(cfg config.Config, version string, tr *tracer.Tracer, resolv
 	go func() { defer p.wg.Done(); p.aggregateLoop(runCtx) }()
 	p.jitDone = make(chan struct{})
 	go func() { defer close(p.jitDone); syms.run(runCtx) }()
-	p.linked = newLinkedExporter(exp, links, defaultMaxHold)
+	p.linked = newLinkedExporter(exp, links, defaultMaxHold, p.sampler.Settled)
 	p.log.Info("profiling", "hz", pc.Frequency, "dir", pc.Dir, "interval", pc.Interval, "otlp", pc.OTLPEndpoint)
 	return p, p.linked, nil
 }
@@ -190,6 +191,12 @@ func (p *profiling) readLoop() {
 		if raw.InSpan() {
 			p.inSpan.Add(1)
 			p.links.markSampled(raw.SpanID)
+		}
+		now := monoNow()
+		p.sampler.Handled()
+		if p.sampler.Settled() {
+			// Nothing stamped before now is unread: held spans may go.
+			p.links.mark.advance(now)
 		}
 		select {
 		case p.samples <- raw:

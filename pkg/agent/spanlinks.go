@@ -80,20 +80,25 @@ func (l *spanLinks) note(s *spans.Span) bool {
 	return true
 }
 
-// linkedExporter holds each span until every sample taken before it was
-// handed over has been read (the sample ring is drained every
-// sampleReadSlice), then marks it Profiled if any sample carried its id and
-// passes it on. Spans so leave a fraction of a second later; none waits
-// more than maxHold, should the sample reader stall. While spans keep
-// coming, each Export passes on a few due ones (so the event loop exports
-// at the pace it would without profiling, and the next exporter sees a
-// steady flow, not bursts that overflow its queue); when they stop, the
-// exporter's own goroutine passes on the rest. A held span costs an append
-// and a look-up.
+// linkedExporter marks each span Profiled if any sample carried its id,
+// which is known once every sample taken before the span ended has been
+// read. Most of the time the sampler is settled when a span arrives (the
+// kernel wakes the reader for each sample, a few hundred a second at
+// most): the span goes on at once, for a look-up. Otherwise it is held
+// until the watermark passes it (the sample ring is drained every
+// sampleReadSlice, and each settled moment moves the mark), or maxHold,
+// should the sample reader stall. While spans keep coming, each Export
+// passes on a few due ones (so the event loop exports at the pace it
+// would without profiling, and the next exporter sees a steady flow, not
+// bursts that overflow its queue); when they stop, the exporter's own
+// goroutine passes on the rest.
 type linkedExporter struct {
 	next    export.Exporter
 	links   *spanLinks
 	maxHold time.Duration
+	// settled reports whether every sample begun so far has been read
+	// and marked (Sampler.Settled).
+	settled func() bool
 
 	mu     sync.Mutex
 	queue  []heldSpan // in hand-over order, so in mark order, from head
@@ -110,6 +115,7 @@ type linkedExporter struct {
 	held       atomic.Int64  // queued or being released
 	profiled   atomic.Uint64 // spans passed on with Profiled set
 	late       atomic.Uint64 // spans passed on after maxHold without the mark
+	unheld     atomic.Uint64 // spans passed on at once, the sampler settled
 }
 
 type heldSpan struct {
@@ -130,11 +136,12 @@ const (
 
 var _ export.Exporter = (*linkedExporter)(nil)
 
-func newLinkedExporter(next export.Exporter, links *spanLinks, maxHold time.Duration) *linkedExporter {
+func newLinkedExporter(next export.Exporter, links *spanLinks, maxHold time.Duration, settled func() bool) *linkedExporter {
 	e := &linkedExporter{
 		next:    next,
 		links:   links,
 		maxHold: maxHold,
+		settled: settled,
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
@@ -142,15 +149,28 @@ func newLinkedExporter(next export.Exporter, links *spanLinks, maxHold time.Dura
 	return e
 }
 
-// Export queues a copy of s (the correlator's span is not ours to keep),
-// then passes on what is due; it never waits. With the queue full, or
-// after Shutdown, the span goes on at once, decided on what is known.
+// Export passes s on at once when the sampler is settled; otherwise it
+// queues a copy of s (the correlator's span is not ours to keep), then
+// passes on what is due. It never waits. With the queue full, or after
+// Shutdown, the span goes on at once, decided on what is known.
 func (e *linkedExporter) Export(s *spans.Span) {
+	now := monoNow()
+	e.lastExport.Store(now)
+	// now is taken before the sampler is asked: every sample stamped
+	// before it, so every sample that can carry s's id, is marked.
+	if e.settled != nil && e.settled() {
+		if e.held.Load() > 0 {
+			// The spans held before s are settled as well.
+			e.links.mark.advance(now)
+			e.releaseDue(releasePerExport)
+		}
+		e.unheld.Add(1)
+		e.release(s)
+		return
+	}
 	// A span sampled already (most with CPU to speak of) is named at once,
 	// for profiles written while it is held.
 	e.links.note(s)
-	now := monoNow()
-	e.lastExport.Store(now)
 	e.mu.Lock()
 	if !e.closed && len(e.queue)-e.head < holdQueue {
 		e.queue = append(e.queue, heldSpan{span: *s, mark: now})
@@ -280,5 +300,6 @@ func (e *linkedExporter) snapshot() map[string]uint64 {
 	return map[string]uint64{
 		"spans_profiled":          e.profiled.Load(),
 		"spans_profile_unsettled": e.late.Load(),
+		"spans_profile_unheld":    e.unheld.Load(),
 	}
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,7 +70,7 @@ func testSpan(id byte, name string) *spans.Span {
 func TestLinkedExporterWaitsForSamples(t *testing.T) {
 	rec := newRecorder()
 	links := newSpanLinks()
-	e := newLinkedExporter(rec, links, time.Minute)
+	e := newLinkedExporter(rec, links, time.Minute, nil)
 	defer e.Shutdown(context.Background())
 
 	sampled, idle := testSpan(1, "GET /burn"), testSpan(2, "GET /idle")
@@ -111,7 +112,7 @@ func TestLinkedExporterWaitsForSamples(t *testing.T) {
 func TestLinkedExporterMaxHold(t *testing.T) {
 	rec := newRecorder()
 	links := newSpanLinks()
-	e := newLinkedExporter(rec, links, 100*time.Millisecond)
+	e := newLinkedExporter(rec, links, 100*time.Millisecond, nil)
 	defer e.Shutdown(context.Background())
 	start := time.Now()
 	e.Export(testSpan(1, "a"))
@@ -131,7 +132,7 @@ func TestLinkedExporterMaxHold(t *testing.T) {
 func TestLinkedExporterShutdown(t *testing.T) {
 	rec := newRecorder()
 	links := newSpanLinks()
-	e := newLinkedExporter(rec, links, time.Hour)
+	e := newLinkedExporter(rec, links, time.Hour, nil)
 	for i := range 10 {
 		e.Export(testSpan(byte(i+1), "x"))
 	}
@@ -182,12 +183,16 @@ func TestWatermark(t *testing.T) {
 func TestLinkedExporterReleasesInOrder(t *testing.T) {
 	rec := newRecorder()
 	links := newSpanLinks()
-	e := newLinkedExporter(rec, links, time.Hour)
+	e := newLinkedExporter(rec, links, time.Hour, nil)
 	defer e.Shutdown(context.Background())
 	for i := range 60 {
 		e.Export(testSpan(byte(i), "first"))
 	}
-	links.mark.advance(correlate.Monotonic())
+	// The mark falls strictly between the two groups' hand-over times
+	// (the exporter's clock, monoNow, ticks in nanoseconds).
+	time.Sleep(time.Millisecond)
+	links.mark.advance(monoNow())
+	time.Sleep(time.Millisecond)
 	for i := range 40 {
 		e.Export(testSpan(byte(100+i), "second"))
 	}
@@ -208,6 +213,43 @@ func TestLinkedExporterReleasesInOrder(t *testing.T) {
 		}
 	}
 	if st := e.Stats(); st.QueueLen != 0 || st.Received != 100 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// With the sampler settled a span goes on at once, marked if a sample
+// carried its id, and takes the spans held before it along; while samples
+// are unread, spans are held as before.
+func TestLinkedExporterSettled(t *testing.T) {
+	rec := newRecorder()
+	links := newSpanLinks()
+	var settled atomic.Bool
+	e := newLinkedExporter(rec, links, time.Hour, settled.Load)
+	defer e.Shutdown(context.Background())
+
+	e.Export(testSpan(1, "held"))
+	time.Sleep(50 * time.Millisecond)
+	if n := len(rec.spans()); n != 0 {
+		t.Fatalf("%d spans passed on with samples unread", n)
+	}
+
+	links.markSampled(spans.SpanID{7: 2})
+	settled.Store(true)
+	e.Export(testSpan(2, "sampled"))
+	e.Export(testSpan(3, "idle"))
+	rec.waitN(t, 3, 5*time.Second)
+	byID := map[byte]spans.Span{}
+	for _, s := range rec.spans() {
+		byID[s.SpanID[7]] = s
+	}
+	if len(byID) != 3 || byID[1].Profiled || !byID[2].Profiled || byID[3].Profiled {
+		t.Errorf("passed on %+v", rec.spans())
+	}
+	m := e.snapshot()
+	if m["spans_profile_unheld"] != 2 || m["spans_profiled"] != 1 || m["spans_profile_unsettled"] != 0 {
+		t.Errorf("metrics %v", m)
+	}
+	if st := e.Stats(); st.QueueLen != 0 || st.Received != 3 {
 		t.Errorf("stats %+v", st)
 	}
 }
@@ -236,3 +278,25 @@ func TestMonoNow(t *testing.T) {
 		t.Errorf("monoNow %d not between %d and %d", m, a, b)
 	}
 }
+
+// The cost profiling adds to each exported span while the sampler is
+// settled (the usual case): compare with the next exporter alone.
+func BenchmarkLinkedExporterSettled(b *testing.B) {
+	links := newSpanLinks()
+	for i := range sampledSpans / 2 {
+		links.markSampled(spans.SpanID{0: byte(i), 1: byte(i >> 8), 7: 0xff})
+	}
+	e := newLinkedExporter(discard{}, links, time.Hour, func() bool { return true })
+	defer e.Shutdown(context.Background())
+	s := testSpan(1, "GET /hello")
+	b.ReportAllocs()
+	for b.Loop() {
+		e.Export(s)
+	}
+}
+
+type discard struct{}
+
+func (discard) Export(*spans.Span)             {}
+func (discard) Shutdown(context.Context) error { return nil }
+func (discard) Stats() export.Stats            { return export.Stats{} }

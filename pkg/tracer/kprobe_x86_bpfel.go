@@ -146,6 +146,7 @@ const (
 	kprobeMapPendingHead           = "pending_head"
 	kprobeMapPidFilter             = "pid_filter"
 	kprobeMapSamples               = "samples"
+	kprobeMapSamplesBegun          = "samples_begun"
 	kprobeMapScratch               = "scratch"
 	kprobeMapSentCtx               = "sent_ctx"
 	kprobeMapServingSock           = "serving_sock"
@@ -256,6 +257,7 @@ type kprobeMapSpecs struct {
 	PendingHead     *ebpf.MapSpec `ebpf:"pending_head"`
 	PidFilter       *ebpf.MapSpec `ebpf:"pid_filter"`
 	Samples         *ebpf.MapSpec `ebpf:"samples"`
+	SamplesBegun    *ebpf.MapSpec `ebpf:"samples_begun"`
 	Scratch         *ebpf.MapSpec `ebpf:"scratch"`
 	SentCtx         *ebpf.MapSpec `ebpf:"sent_ctx"`
 	ServingSock     *ebpf.MapSpec `ebpf:"serving_sock"`
@@ -314,6 +316,7 @@ type kprobeMaps struct {
 	PendingHead     *ebpf.Map `ebpf:"pending_head"`
 	PidFilter       *ebpf.Map `ebpf:"pid_filter"`
 	Samples         *ebpf.Map `ebpf:"samples"`
+	SamplesBegun    *ebpf.Map `ebpf:"samples_begun"`
 	Scratch         *ebpf.Map `ebpf:"scratch"`
 	SentCtx         *ebpf.Map `ebpf:"sent_ctx"`
 	ServingSock     *ebpf.Map `ebpf:"serving_sock"`
@@ -339,6 +342,7 @@ func (m *kprobeMaps) Close() error {
 		m.PendingHead,
 		m.PidFilter,
 		m.Samples,
+		m.SamplesBegun,
 		m.Scratch,
 		m.SentCtx,
 		m.ServingSock,

@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -31,9 +32,10 @@ const MaxStackDepth = 127
 const (
 	sampleProgram = "weft_sample"
 	samplesMap    = "samples"
-	// The BPF side does not wake the reader for each sample (a wakeup
-	// costs more than a sample); Read looks at the ring this often.
-	samplePoll = 200 * time.Millisecond
+	samplesBegun  = "samples_begun"
+	// The BPF side wakes the reader for each sample it finds caught up;
+	// Read also looks at the ring this often, should a wake-up be missed.
+	samplePoll = time.Second
 	// How often the online CPUs are re-read by default.
 	defaultCPUCheck = 5 * time.Second
 )
@@ -122,6 +124,11 @@ type Sampler struct {
 	rec    ringbuf.Record
 	log    *slog.Logger
 
+	// begun counts the samples the BPF side reserved; handled those the
+	// reader's caller is done with (and those dropped as undecodable).
+	begun   *ebpf.Memory
+	handled atomic.Uint64
+
 	deadline atomic.Int64 // Read's deadline, unix ns; 0: none
 
 	mu     sync.Mutex
@@ -165,6 +172,14 @@ func (t *Tracer) StartSampling(opts SamplingOptions) (*Sampler, error) {
 	if t.sampler != nil {
 		return nil, errors.New("sampling is already running")
 	}
+	begunMap := t.coll.Maps[samplesBegun]
+	if begunMap == nil {
+		return nil, fmt.Errorf("map %s missing from %s objects", samplesBegun, t.path)
+	}
+	begun, err := begunMap.Memory()
+	if err != nil {
+		return nil, fmt.Errorf("map %s memory: %w", samplesBegun, err)
+	}
 	reader, err := ringbuf.NewReader(t.coll.Maps[samplesMap])
 	if err != nil {
 		return nil, fmt.Errorf("open samples ring buffer: %w", err)
@@ -174,6 +189,7 @@ func (t *Tracer) StartSampling(opts SamplingOptions) (*Sampler, error) {
 		prog:   prog,
 		freq:   uint64(freq),
 		reader: reader,
+		begun:  begun,
 		log:    t.log.With("component", "sampler"),
 		events: map[int]*cpuEvent{},
 		stop:   make(chan struct{}),
@@ -217,6 +233,7 @@ func (s *Sampler) ReadInto(dst *Sample) error {
 		case err == nil:
 			if err := DecodeSample(s.rec.RawSample, dst); err != nil {
 				s.log.Warn("undecodable sample", "err", err)
+				s.handled.Add(1)
 				continue
 			}
 			return nil
@@ -232,9 +249,27 @@ func (s *Sampler) ReadInto(dst *Sample) error {
 	}
 }
 
+// Handled tells the sampler that the caller is done with one sample Read
+// returned: Settled counts on it.
+func (s *Sampler) Handled() { s.handled.Add(1) }
+
+// Settled reports whether every sample the kernel has begun was read and
+// handled: then no sample stamped before the call can still be unread.
+// It reads shared memory, no system call.
+func (s *Sampler) Settled() bool {
+	var b [8]byte
+	// The kernel's count first: handled never passes it, so equal counts
+	// read in this order mean nothing begun before was still in flight.
+	// An aligned 8-byte copy is one load on the 64-bit targets.
+	if _, err := s.begun.ReadAt(b[:], 0); err != nil {
+		return false
+	}
+	return s.handled.Load() >= binary.NativeEndian.Uint64(b[:])
+}
+
 // SetDeadline makes a blocked Read return os.ErrDeadlineExceeded at d (a
 // zero d removes the deadline). A Read already blocked sees a new
-// deadline within a fraction of a second.
+// deadline within samplePoll.
 func (s *Sampler) SetDeadline(d time.Time) {
 	if d.IsZero() {
 		s.deadline.Store(0)

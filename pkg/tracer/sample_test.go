@@ -315,6 +315,48 @@ func TestSamplingKeepsTracedProcessesOnly(t *testing.T) {
 	}
 }
 
+// The sampler is settled only once every sample the kernel began has been
+// read and handed back with Handled.
+func TestSamplerSettled(t *testing.T) {
+	testenv.RequirePrivileged(t)
+	tr := openTestTracer(t, Options{})
+	busy := startBusy(t)
+	if err := tr.SetPID(uint32(busy.Process.Pid), true); err != nil {
+		t.Fatal(err)
+	}
+	s, err := tr.StartSampling(SamplingOptions{Frequency: 99})
+	if err != nil {
+		t.Fatalf("start sampling: %v", err)
+	}
+	defer s.Close()
+
+	s.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := s.Read(); err != nil {
+		t.Fatalf("read sample: %v", err)
+	}
+	if s.Settled() {
+		t.Error("settled with a sample read but not handled")
+	}
+	s.Handled()
+
+	busy.Process.Kill()
+	busy.Wait()
+	for {
+		s.SetDeadline(time.Now().Add(500 * time.Millisecond))
+		_, err := s.Read()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("read sample: %v", err)
+		}
+		s.Handled()
+	}
+	if !s.Settled() {
+		t.Error("not settled with every sample read and handled")
+	}
+}
+
 func spanCtx(seed byte) tpSpanCtx {
 	var c tpSpanCtx
 	for i := range c.TraceId {

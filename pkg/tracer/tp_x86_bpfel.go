@@ -186,6 +186,7 @@ const (
 	tpMapPendingHead        = "pending_head"
 	tpMapPidFilter          = "pid_filter"
 	tpMapSamples            = "samples"
+	tpMapSamplesBegun       = "samples_begun"
 	tpMapScratch            = "scratch"
 	tpMapSentCtx            = "sent_ctx"
 	tpMapServingSock        = "serving_sock"
@@ -318,6 +319,7 @@ type tpMapSpecs struct {
 	PendingHead   *ebpf.MapSpec `ebpf:"pending_head"`
 	PidFilter     *ebpf.MapSpec `ebpf:"pid_filter"`
 	Samples       *ebpf.MapSpec `ebpf:"samples"`
+	SamplesBegun  *ebpf.MapSpec `ebpf:"samples_begun"`
 	Scratch       *ebpf.MapSpec `ebpf:"scratch"`
 	SentCtx       *ebpf.MapSpec `ebpf:"sent_ctx"`
 	ServingSock   *ebpf.MapSpec `ebpf:"serving_sock"`
@@ -374,6 +376,7 @@ type tpMaps struct {
 	PendingHead   *ebpf.Map `ebpf:"pending_head"`
 	PidFilter     *ebpf.Map `ebpf:"pid_filter"`
 	Samples       *ebpf.Map `ebpf:"samples"`
+	SamplesBegun  *ebpf.Map `ebpf:"samples_begun"`
 	Scratch       *ebpf.Map `ebpf:"scratch"`
 	SentCtx       *ebpf.Map `ebpf:"sent_ctx"`
 	ServingSock   *ebpf.Map `ebpf:"serving_sock"`
@@ -397,6 +400,7 @@ func (m *tpMaps) Close() error {
 		m.PendingHead,
 		m.PidFilter,
 		m.Samples,
+		m.SamplesBegun,
 		m.Scratch,
 		m.SentCtx,
 		m.ServingSock,

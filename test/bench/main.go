@@ -49,6 +49,8 @@ type run struct {
 	progStats map[string]progStat
 	// profSamples are the samples weft read (profiling modes).
 	profSamples uint64
+	// unheld are the spans the profiler passed on at once (profiling modes).
+	unheld uint64
 	// profCPU is the CPU weft spent in profiling code, per second of the
 	// run, from weft's own CPU profile (profiling modes).
 	profCPU float64
@@ -183,6 +185,7 @@ func measure(url string, pids []int, mode string, otlp string) run {
 		m := scrape(metrics)
 		r.lost, r.spans = m["weft_events_lost"], m["weft_spans_server"]
 		r.profSamples = m["weft_profile_samples_read"]
+		r.unheld = m["weft_spans_profile_unheld"]
 		w.Process.Signal(os.Interrupt)
 		w.Wait()
 	}

@@ -160,6 +160,17 @@ func reportProfiling(runs []run, order []string) {
 	row("throughput", func(m string) string { return fmt.Sprintf("%.1f req/s", mean(by[m], rps)) })
 	row("throughput / weft on", func(m string) string { return fmt.Sprintf("%.4f", mean(by[m], rps)/mean(base, rps)) })
 	row("samples read per second", func(m string) string { return fmt.Sprintf("%.0f", mean(by[m], samplesPerSec)) })
+	row("spans passed on without a hold", func(m string) string {
+		if m == "on" {
+			return "–"
+		}
+		var unheld, spans float64
+		for _, r := range by[m] {
+			unheld += float64(r.unheld)
+			spans += float64(r.spans)
+		}
+		return fmt.Sprintf("%.1f %%", 100*unheld/max(spans, 1))
+	})
 	row("weft CPU, % of one core", func(m string) string { return fmt.Sprintf("%.2f %%", 100*mean(by[m], weftPerSec)) })
 	row("BPF sampler, % of one core", func(m string) string { return fmt.Sprintf("%.3f %%", 100*mean(by[m], samplerPerSec)) })
 	row("weft CPU in profiling code (its CPU profile), % of one core", func(m string) string {
