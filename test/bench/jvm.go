@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,7 +33,8 @@ type jvmRun struct {
 	reqPerSec    float64
 	requests     float64
 	p50, p99     time.Duration
-	jvmCPU       time.Duration // both JVMs
+	lat          []time.Duration // every request's latency, sorted
+	jvmCPU       time.Duration   // both JVMs
 	weftCPU      time.Duration
 	agentPackets uint64 // ioctl packets the kernel saw from the JVMs
 	spans        uint64
@@ -105,7 +107,7 @@ func measureJVM(mode string, jar func(string) string, agent, otlp string) jvmRun
 		m0 = scrape(metrics)
 	}
 	res := openLoop(url, *rate, *duration, *conns)
-	r.reqPerSec, r.requests, r.p50, r.p99 = res.rps, res.requests, res.p50, res.p99
+	r.reqPerSec, r.requests, r.p50, r.p99, r.lat = res.rps, res.requests, res.p50, res.p99, res.lat
 	r.jvmCPU = cpuTimes(pids) - before
 	if w != nil {
 		r.weftCPU = cpuTime(w.Process.Pid) - weftBefore
@@ -161,6 +163,26 @@ func reportJVM(runs []jvmRun, order []string) {
 		}
 		fmt.Println()
 	}
+	// The mean of per-run p99s moves with a single slow run; the p99 of
+	// all runs' requests together, and the per-run spread, say more.
+	pooled := func(m string, q float64) string {
+		var all []time.Duration
+		var per []string
+		for _, r := range by[m] {
+			all = append(all, r.lat...)
+			per = append(per, strconv.FormatInt(r.p99.Microseconds(), 10))
+		}
+		if len(all) == 0 {
+			return "–"
+		}
+		slices.Sort(all)
+		return fmt.Sprintf("%d (runs: %s)", all[int(float64(len(all))*q)].Microseconds(), strings.Join(per, ", "))
+	}
+	fmt.Printf("| p99 of all runs' requests (µs) |")
+	for _, m := range order {
+		fmt.Printf(" %s |", pooled(m, 0.99))
+	}
+	fmt.Println()
 	fmt.Printf("\nruns per configuration: %d, %d req/s offered for %v each after %v of warm-up\n",
 		*rounds, *rate, *duration, *jvmWarmup)
 }

@@ -49,7 +49,7 @@ func openLoop(url string, rate int, d time.Duration, workers int) wrkResult {
 	wg.Wait()
 	elapsed := time.Since(start)
 	slices.Sort(lat)
-	r := wrkResult{requests: float64(len(lat)), rps: float64(len(lat)) / elapsed.Seconds()}
+	r := wrkResult{requests: float64(len(lat)), rps: float64(len(lat)) / elapsed.Seconds(), lat: lat}
 	if n := len(lat); n > 0 {
 		r.p50, r.p99 = lat[n/2], lat[n*99/100]
 	}

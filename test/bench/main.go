@@ -196,6 +196,7 @@ func measure(url string, pids []int, mode string, otlp string) run {
 type wrkResult struct {
 	rps, requests float64
 	p50, p99      time.Duration
+	lat           []time.Duration // sorted, open loop only
 }
 
 var (
