@@ -185,6 +185,9 @@ func (r *perfMapRefresher) dump(ctx context.Context, pid uint32) {
 		r.log.Debug("JVM perf map not refreshed", "pid", pid, "err", err)
 	} else {
 		r.log.Debug("asked the JVM for its perf map", "pid", pid)
+		// The held samples are named again next: from the new map, not
+		// the copy read before the request.
+		r.syms.PerfMapChanged(pid)
 	}
 	select {
 	case r.done <- pid:

@@ -86,6 +86,28 @@ func TestPerfMap(t *testing.T) {
 	}
 }
 
+// Within the refresh interval the cached map answers, unless the runtime
+// was just asked to rewrite it: then the next look-up reads the new one.
+func TestPerfMapChanged(t *testing.T) {
+	root := fakeProc(t, "4242", jitMaps)
+	perf := filepath.Join(root, "4242", "root", "tmp", "perf-4242.map")
+	writeFile(t, perf, "7f0000001000 100 Interpreter\n")
+	s := New(Options{ProcRoot: root, RefreshInterval: time.Hour})
+	const addr = 0x7f0000200020
+	if f := one(t, s.Symbolize(4242, []uint64{addr}, nil)); f.Resolved() {
+		t.Fatalf("named before compiled: %+v", f)
+	}
+	writeFile(t, perf, "7f0000001000 100 Interpreter\n7f0000200000 40 Lcom/example/Hot;::run\n")
+	if f := one(t, s.Symbolize(4242, []uint64{addr}, nil)); f.Resolved() {
+		t.Fatalf("map re-read within the refresh interval: %+v", f)
+	}
+	s.PerfMapChanged(4242)
+	if f := one(t, s.Symbolize(4242, []uint64{addr}, nil)); f.Function != "Lcom/example/Hot;::run" {
+		t.Errorf("after PerfMapChanged: got %+v", f)
+	}
+	s.PerfMapChanged(999) // unknown pid: nothing to do
+}
+
 // TestPerfMapNamespacedPID finds the map of a containerised JVM, named
 // after its pid inside the container and written to the container's /tmp.
 func TestPerfMapNamespacedPID(t *testing.T) {

@@ -139,6 +139,18 @@ func (s *Symbolizer) Forget(pid uint32) {
 	s.procs.Remove(pid)
 }
 
+// PerfMapChanged makes the next look-up in a process's JIT code re-read
+// its perf map and mappings at once, not after RefreshInterval: call it
+// when the runtime has just rewritten the map (a JVM answers a perf-map
+// request within tens of milliseconds, well inside the interval).
+func (s *Symbolizer) PerfMapChanged(pid uint32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.procs.Peek(pid); ok {
+		p.perfAt, p.readAt = time.Time{}, time.Time{}
+	}
+}
+
 func trimStack(st []uint64) []uint64 {
 	for i, ip := range st {
 		if ip == 0 {
