@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -10,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -256,19 +259,40 @@ func TestJVMAgentWholeTraces(t *testing.T) {
 	setup(t)
 	buildJava(t)
 	for _, name := range []string{"jdk17", "jdk25"} {
-		java := jdks[name]
-		t.Run(name, func(t *testing.T) {
-			rcv := otlptest.Start(t)
-			agent := []string{"-javaagent:" + agentJar()}
-			kt := startServices(t, java, "frontend", nil, agent...)
-			startWeft(t, rcv, "--pid="+kt.pids())
-			warm(t, rcv, kt.front.url, "/direct", "/hop", "/parallel", "/shared")
-			checkEndpoints(t, rcv, kt.front, "frontend", ktorEndpoints, 200, 32)
-			checkShared(t, rcv, kt.front)
-			if strings.Contains(kt.front.Output(), "weft-agent: inactive") {
-				t.Errorf("agent inactive:\n%s", kt.front.Output())
-			}
-		})
+		t.Run(name, func(t *testing.T) { checkWholeTraces(t, jdks[name], nil) })
+	}
+}
+
+// The same on Ktor's CIO server engine, which reads a request in a reader
+// coroutine and handles it in another, launched by the connection's
+// pipeline coroutine.
+func TestJVMAgentWholeTracesCIO(t *testing.T) {
+	setup(t)
+	buildJava(t)
+	for _, name := range []string{"jdk17", "jdk25"} {
+		t.Run(name, func(t *testing.T) { checkWholeTraces(t, jdks[name], []string{"FRONTEND_ENGINE=cio"}) })
+	}
+}
+
+// checkWholeTraces runs the frontend (environment env) and the backend with
+// the agent under weft and checks every Ktor endpoint and /shared.
+func checkWholeTraces(t *testing.T, java string, env []string) {
+	t.Helper()
+	rcv := otlptest.Start(t)
+	agent := []string{"-javaagent:" + agentJar()}
+	kt := startServices(t, java, "frontend", env, agent...)
+	startWeft(t, rcv, "--pid="+kt.pids())
+	warm(t, rcv, kt.front.url, "/direct", "/hop", "/parallel", "/shared")
+	checkEndpoints(t, rcv, kt.front, "frontend", ktorEndpoints, 200, 32)
+	checkShared(t, rcv, kt.front)
+	out := kt.front.Output()
+	if strings.Contains(out, "weft-agent: inactive") {
+		t.Errorf("agent inactive:\n%s", out)
+	}
+	for _, e := range env {
+		if engine, ok := strings.CutPrefix(e, "FRONTEND_ENGINE="); ok && !strings.Contains(out, "("+engine+")") {
+			t.Errorf("frontend not on the %s engine:\n%s", engine, out)
+		}
 	}
 }
 
@@ -321,6 +345,59 @@ func TestJVMAgentRuntimeAttach(t *testing.T) {
 		}
 		warm(t, rcv, kt.front.url, "/direct", "/hop", "/parallel")
 		checkEndpoints(t, rcv, kt.front, "frontend", ktorEndpoints, 200, 32)
+	})
+	// A keep-alive connection the CIO server accepted before the agent came
+	// is not known as a server's until its first request after the attach:
+	// from the next one on, its requests are whole traces.
+	t.Run("command/cio-keepalive/jdk25", func(t *testing.T) {
+		rcv := otlptest.Start(t)
+		kt := startServices(t, jdks["jdk25"], "frontend", []string{"FRONTEND_ENGINE=cio"})
+		startWeft(t, rcv, "--pid="+kt.pids())
+		var dials atomic.Int32
+		dialer := &net.Dialer{}
+		client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+			MaxConnsPerHost: 1,
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				dials.Add(1)
+				return dialer.DialContext(ctx, network, addr)
+			},
+		}}
+		one := func() {
+			resp, err := client.Get(kt.front.url + "/direct")
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("/direct answered %s", resp.Status)
+			}
+		}
+		for range 5 {
+			one()
+		}
+		for _, p := range []*proc{kt.backend.proc, kt.front.proc} {
+			out, err := exec.Command(bins.weft, "java", "attach", strconv.Itoa(p.Pid())).CombinedOutput()
+			if err != nil {
+				t.Fatalf("weft java attach %d: %v\n%s", p.Pid(), err, out)
+			}
+		}
+		one() // its handler makes the connection known
+		time.Sleep(2 * time.Second)
+		rcv.Reset()
+		const n = 20
+		for range n {
+			one()
+		}
+		if d := dials.Load(); d != 1 {
+			t.Fatalf("the client opened %d connections, want the one from before the attach", d)
+		}
+		got := waitSpans(t, rcv, 3*n, 30*time.Second, anySpan)
+		r := checkTrees(got, "frontend", "/direct", 1)
+		t.Logf("/direct on a connection from before the attach: %d of %d whole traces, %d mixed", r.complete, n, len(r.misparents))
+		if r.complete != n || len(r.misparents) > 0 {
+			t.Errorf("%d of %d traces whole, %d mixed:\n%s", r.complete, n, len(r.misparents), dump(got))
+		}
 	})
 }
 

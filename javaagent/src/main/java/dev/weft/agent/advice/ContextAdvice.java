@@ -22,11 +22,19 @@ public final class ContextAdvice {
     }
   }
 
-  /** Ktor CIO server: a step of the socket-reader coroutine that fills a connection's input channel. */
-  public static final class ServerStreamRead {
+  /** Ktor CIO: a server accepted a socket (argument 0), before its reader coroutine exists. */
+  public static final class ServerAccepted {
     @Advice.OnMethodEnter(suppress = Throwable.class)
-    static long enter(@Advice.FieldValue("$channel") Object channel) {
-      return ServerStreams.beforeRead(channel);
+    static void enter(@Advice.Argument(0) Object socket) {
+      ServerStreams.accepted(socket);
+    }
+  }
+
+  /** Ktor CIO: readFrom(channel, socket), one socket read of a connection's reader. */
+  public static final class ServerSocketRead {
+    @Advice.OnMethodEnter(suppress = Throwable.class)
+    static long enter(@Advice.Argument(0) Object channel, @Advice.Argument(1) Object socket) {
+      return ServerStreams.beforeRead(channel, socket);
     }
 
     @Advice.OnMethodExit(onThrowable = Throwable.class, suppress = Throwable.class)
@@ -35,19 +43,36 @@ public final class ContextAdvice {
     }
   }
 
-  /** Ktor CIO server: a connection is set up (its input channel is argument 0). */
-  public static final class ServerConnection {
-    @Advice.OnMethodExit(suppress = Throwable.class)
-    static void exit(@Advice.This Object connection, @Advice.Argument(0) Object input) {
-      ServerStreams.connection(connection, input);
+  /** Ktor CIO: a step of the pooled-buffer reader coroutine, which reads inline. */
+  public static final class ServerStreamRead {
+    @Advice.OnMethodEnter(suppress = Throwable.class)
+    static long enter(@Advice.FieldValue("$channel") Object channel,
+        @Advice.FieldValue("$nioChannel") Object socket) {
+      return ServerStreams.beforeRead(channel, socket);
+    }
+
+    @Advice.OnMethodExit(onThrowable = Throwable.class, suppress = Throwable.class)
+    static void exit(@Advice.Enter long prev) {
+      Context.restore(prev);
     }
   }
 
-  /** Ktor CIO server: a step of the connection's pipeline coroutine. */
-  public static final class PipelineStep {
+  /**
+   * Ktor CIO: a step of a request's handler coroutine. Its first step (label
+   * 0) runs right after the pipeline parsed the request head: it runs under
+   * the request's id, and so does everything it creates or dispatches.
+   */
+  public static final class ServerRequestStart {
     @Advice.OnMethodEnter(suppress = Throwable.class)
-    static void enter(@Advice.FieldValue("$connection") Object connection) {
-      ServerStreams.pipelineStep(connection);
+    static long enter(@Advice.FieldValue("label") int label, @Advice.FieldValue("$connection") Object connection) {
+      return label == 0 ? ServerStreams.requestStarted(connection) : -1L;
+    }
+
+    @Advice.OnMethodExit(onThrowable = Throwable.class, suppress = Throwable.class)
+    static void exit(@Advice.Enter long prev) {
+      if (prev >= 0) {
+        Context.restore(prev);
+      }
     }
   }
 

@@ -47,7 +47,11 @@ public final class Coroutines {
   private static final String RECEIVE_CATCHING = "kotlinx.coroutines.channels.ReceiveCatching";
   private static volatile java.lang.reflect.Field receiveCatchingCont;
 
-  /** receiveCatching() waits as a ReceiveCatching holding its continuation in field cont. */
+  /**
+   * receiveCatching() waits as a ReceiveCatching holding its continuation in
+   * field cont. The field is public but its class is not, so reading it needs
+   * setAccessible (without it every suspended receiveCatching lost its id).
+   */
   private static Object unwrap(Object waiter) {
     Class<?> c = waiter.getClass();
     if (!RECEIVE_CATCHING.equals(c.getName())) {
@@ -56,7 +60,8 @@ public final class Coroutines {
     try {
       java.lang.reflect.Field f = receiveCatchingCont;
       if (f == null || f.getDeclaringClass() != c) {
-        f = c.getField("cont");
+        f = c.getDeclaredField("cont");
+        f.setAccessible(true);
         receiveCatchingCont = f;
       }
       Object cont = f.get(waiter);

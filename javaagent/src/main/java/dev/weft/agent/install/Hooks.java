@@ -44,15 +44,17 @@ final class Hooks {
     h.add(new Hook("sun.net.httpserver.ServerImpl$Exchange",
         named("run").and(takesArguments(0)), ContextAdvice.ServerRead.class, "run()"));
 
-    // Ktor CIO server: reader coroutine -> byte channel -> connection pipeline coroutine.
-    h.add(new Hook("io.ktor.server.cio.backend.ServerIncomingConnection",
-        isConstructor(), ContextAdvice.ServerConnection.class, "<init>"));
-    for (String reader : new String[] {"attachForReadingImpl", "attachForReadingDirectImpl"}) {
-      h.add(new Hook("io.ktor.network.sockets.CIOReaderKt$" + reader + "$1",
-          named("invokeSuspend"), ContextAdvice.ServerStreamRead.class, "invokeSuspend (socket reader step)"));
-    }
-    h.add(new Hook("io.ktor.server.cio.backend.ServerPipelineKt$startServerConnectionPipeline$1",
-        named("invokeSuspend"), ContextAdvice.PipelineStep.class, "invokeSuspend (pipeline step)"));
+    // Ktor CIO server: accepted socket -> reader coroutine's reads (under the
+    // connection's pending id) -> the request's handler coroutine (takes it).
+    h.add(new Hook("io.ktor.network.sockets.ServerSocketImpl",
+        named("accepted").and(takesArguments(1)), ContextAdvice.ServerAccepted.class, "accepted(SocketChannel)"));
+    h.add(new Hook("io.ktor.network.sockets.CIOReaderKt",
+        named("readFrom").and(takesArguments(3)), ContextAdvice.ServerSocketRead.class,
+        "readFrom(channel, socket, cont) (direct reader)"));
+    h.add(new Hook("io.ktor.network.sockets.CIOReaderKt$attachForReadingImpl$1",
+        named("invokeSuspend"), ContextAdvice.ServerStreamRead.class, "invokeSuspend (pooled reader step)"));
+    h.add(new Hook("io.ktor.server.cio.backend.ServerPipelineKt$startServerConnectionPipeline$1$1",
+        named("invokeSuspend"), ContextAdvice.ServerRequestStart.class, "invokeSuspend (request handler step)"));
 
     // Netty event-loop tasks (a write from a coroutine thread runs on the loop).
     h.add(new Hook("io.netty.util.concurrent.SingleThreadEventExecutor",

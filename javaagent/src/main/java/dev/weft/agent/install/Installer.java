@@ -10,6 +10,7 @@ import dev.weft.agent.bootstrap.Coroutines;
 import dev.weft.agent.bootstrap.Elements;
 import dev.weft.agent.bootstrap.Ids;
 import dev.weft.agent.bootstrap.Kernel;
+import dev.weft.agent.bootstrap.ServerStreams;
 import dev.weft.agent.bootstrap.Tasks;
 import dev.weft.agent.bootstrap.VirtualThreads;
 import dev.weft.agent.bootstrap.WeftNative;
@@ -109,8 +110,9 @@ public final class Installer {
     VirtualThreads.mounted(VirtualThreads.beforeMount());
     VirtualThreads.unmounted(VirtualThreads.beforeUnmount());
     WeftNative.currentSlot();
-    dev.weft.agent.bootstrap.ServerStreams.pipelineStep(probe);
-    Context.restore(dev.weft.agent.bootstrap.ServerStreams.beforeRead(probe));
+    ServerStreams.accepted(probe);
+    Context.restore(ServerStreams.beforeRead(probe, probe));
+    Context.restore(ServerStreams.requestStarted(probe));
   }
 
   private static AgentBuilder builder(List<Hooks.Hook> hooks, File jar, Report report, AgentArgs args)

@@ -1,7 +1,8 @@
-// frontend: Ktor server on Netty that calls the backend with Ktor's CIO client.
-// Each route hands the request's work across coroutines in a different way, so a
-// tracer can be checked against each: same coroutine, dispatcher switch,
-// concurrent children, and a long-lived worker fed through a channel.
+// frontend: Ktor server (Netty, or CIO with FRONTEND_ENGINE=cio) that calls the
+// backend with Ktor's CIO client. Each route hands the request's work across
+// coroutines in a different way, so a tracer can be checked against each: same
+// coroutine, dispatcher switch, concurrent children, and a long-lived worker fed
+// through a channel.
 package weft.demo.frontend
 
 import io.ktor.client.HttpClient
@@ -14,6 +15,10 @@ import io.ktor.server.application.Application
 import io.ktor.server.application.ApplicationCallPipeline
 import io.ktor.server.application.ApplicationStopPreparing
 import io.ktor.server.application.ApplicationStopped
+import io.ktor.server.cio.CIO as ServerCIO
+import io.ktor.server.engine.ApplicationEngine
+import io.ktor.server.engine.ApplicationEngineFactory
+import io.ktor.server.engine.EmbeddedServer
 import io.ktor.server.engine.connector
 import io.ktor.server.engine.embeddedServer
 import io.ktor.server.netty.Netty
@@ -102,7 +107,7 @@ private suspend fun RoutingContext.viaBackend(block: suspend () -> String) {
 }
 
 /**
- * Netty closes open connections as soon as Ktor stops it, which would drop the
+ * The engine closes open connections as soon as Ktor stops it, which would drop the
  * requests in progress at SIGTERM. So count them, and hold the stop (Ktor raises
  * ApplicationStopPreparing before it closes anything) until they are answered,
  * for at most [limitMillis].
@@ -183,26 +188,44 @@ fun Application.frontendRoutes(backend: Backend) {
     }
 }
 
+/** The server on [factory]: the same routes and stop bounds for every engine. */
+private fun <E : ApplicationEngine, C : ApplicationEngine.Configuration> server(
+    factory: ApplicationEngineFactory<E, C>,
+    bind: String,
+    port: Int,
+    backend: Backend,
+): EmbeddedServer<E, C> = embeddedServer(factory, configure = {
+    connector {
+        host = bind
+        this.port = port
+    }
+    // Ktor's own SIGTERM hook stops the server with these bounds.
+    shutdownGracePeriod = 200
+    shutdownTimeout = 3000
+}) { frontendRoutes(backend) }
+
 fun main() {
     val bind = env("BIND", "127.0.0.1")
     val port = env("PORT", "8080").toInt()
     val backendUrl = env("BACKEND_URL", "http://127.0.0.1:8082")
+    // Both of Ktor's JVM server engines: they read requests in different ways
+    // (Netty's event loop, CIO's reader and pipeline coroutines).
+    val engine = env("FRONTEND_ENGINE", "netty")
     val backend = Backend(backendUrl)
-    val server = embeddedServer(Netty, configure = {
-        connector {
-            host = bind
-            this.port = port
+    val server: EmbeddedServer<*, *> = when (engine) {
+        "netty" -> server(Netty, bind, port, backend)
+        "cio" -> server(ServerCIO, bind, port, backend)
+        else -> {
+            System.err.println("frontend: FRONTEND_ENGINE must be netty or cio, not $engine")
+            kotlin.system.exitProcess(2)
         }
-        // Ktor's own SIGTERM hook stops the server with these bounds.
-        shutdownGracePeriod = 200
-        shutdownTimeout = 3000
-    }) { frontendRoutes(backend) }
+    }
     val stopped = CountDownLatch(1)
     server.monitor.subscribe(ApplicationStopped) { stopped.countDown() }
     server.start(wait = false)
     // Report the bound port, which differs from PORT when PORT=0.
     val bound = runBlocking { server.engine.resolvedConnectors().first().port }
-    println("frontend: listening on http://$bind:$bound, backend $backendUrl")
+    println("frontend: listening on http://$bind:$bound ($engine), backend $backendUrl")
     // Ktor's threads are daemons: main must stay until the server has stopped.
     stopped.await()
 }
