@@ -25,6 +25,7 @@ var (
 	jvmBench  = flag.Bool("jvm", false, "benchmark the JVM agent on the Ktor demo's /direct")
 	jvmModes  = flag.String("jvm-modes", "off,weft,weft+agent,otel", "configurations for -jvm")
 	otelAgent = flag.String("otel-agent", ".cache/opentelemetry-javaagent.jar", "the OpenTelemetry Java agent jar for -jvm")
+	agentJar  = flag.String("agent-jar", "", "weft's Java agent for -jvm (default: the embedded pkg/javaagent/weft-agent.jar)")
 	jvmWarmup = flag.Duration("jvm-warmup", 20*time.Second, "load before measuring each JVM configuration (JIT)")
 )
 
@@ -44,12 +45,15 @@ func runJVMBench() {
 	root, err := os.Getwd()
 	check(err)
 	jar := func(name string) string { return filepath.Join(root, "demo", "services", name, "target", name+".jar") }
-	agent := filepath.Join(root, "pkg", "javaagent", "weft-agent.jar")
+	agent := *agentJar
+	if agent == "" {
+		agent = filepath.Join(root, "pkg", "javaagent", "weft-agent.jar")
+	}
 	otlp := startSink()
 	var runs []jvmRun
 	order := strings.Split(*jvmModes, ",")
 	for i := 0; i < *rounds; i++ {
-		for _, mode := range order {
+		for _, mode := range rotated(order, i) {
 			runs = append(runs, measureJVM(mode, jar, agent, otlp))
 		}
 	}

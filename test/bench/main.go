@@ -35,7 +35,16 @@ var (
 	modes    = flag.String("modes", "off,on", "weft configurations, alternating: off, on, noprop (weft with --propagation=off), prof<Hz> (on, profiling at Hz)")
 )
 
+// rotated is order started at its i-th mode: over rounds, every mode runs
+// first, second... as often, so that drift within a round (a first run
+// after a quiet spell, caches) favours none.
+func rotated(order []string, i int) []string {
+	k := i % len(order)
+	return append(append([]string(nil), order[k:]...), order[:k]...)
+}
+
 type run struct {
+	round     int
 	mode      string // off, on or noprop
 	traced    bool
 	reqPerSec float64
@@ -97,8 +106,10 @@ func main() {
 	var runs []run
 	order := strings.Split(*modes, ",")
 	for i := 0; i < *rounds; i++ {
-		for _, m := range order {
-			runs = append(runs, measure(url, pids, m, otlp))
+		for _, m := range rotated(order, i) {
+			r := measure(url, pids, m, otlp)
+			r.round = i
+			runs = append(runs, r)
 		}
 	}
 	report(runs, order)

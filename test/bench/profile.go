@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"math"
 	"net/http"
 	"os"
 	"strconv"
@@ -159,6 +160,26 @@ func reportProfiling(runs []run, order []string) {
 	}
 	row("throughput", func(m string) string { return fmt.Sprintf("%.1f req/s", mean(by[m], rps)) })
 	row("throughput / weft on", func(m string) string { return fmt.Sprintf("%.4f", mean(by[m], rps)/mean(base, rps)) })
+	// Each round runs every mode once: the ratio within a round pairs
+	// runs made minutes apart, and the spread of those ratios says how
+	// far the mean can be trusted.
+	row("throughput / weft on, paired by round: mean ± standard error", func(m string) string {
+		if m == "on" {
+			return "–"
+		}
+		base := map[int]float64{}
+		for _, r := range by["on"] {
+			base[r.round] = r.reqPerSec
+		}
+		var ratios []float64
+		for _, r := range by[m] {
+			if b := base[r.round]; b > 0 {
+				ratios = append(ratios, r.reqPerSec/b)
+			}
+		}
+		mu, se := meanSE(ratios)
+		return fmt.Sprintf("%.4f ± %.4f", mu, se)
+	})
 	row("samples read per second", func(m string) string { return fmt.Sprintf("%.0f", mean(by[m], samplesPerSec)) })
 	row("spans passed on without a hold", func(m string) string {
 		if m == "on" {
@@ -195,4 +216,23 @@ func reportProfiling(runs []run, order []string) {
 		}
 	}
 	fmt.Printf("\nweft's profiling code per sample read: %s.\n", strings.Join(perSample, ", "))
+}
+
+// meanSE is the mean of xs and its standard error.
+func meanSE(xs []float64) (mean, se float64) {
+	if len(xs) == 0 {
+		return 0, 0
+	}
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	if len(xs) < 2 {
+		return mean, 0
+	}
+	var ss float64
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(ss / float64(len(xs)-1) / float64(len(xs)))
 }

@@ -28,8 +28,22 @@ public final class ServerStreams {
   /** Input channel of a server connection -> id of the request being read into it. */
   private static final IdTable PENDING = new IdTable(1 << 16);
 
+  /**
+   * Whether this JVM runs a CIO server at all. The reader hook also runs for
+   * every read of Ktor's CIO client; an application with another server
+   * engine (Netty) skips the look-ups, which cost it measurably (hashing
+   * the client's channels by identity on each read).
+   */
+  private static volatile boolean cioServer;
+  /**
+   * Whether an input channel was marked as a server's (a connection from
+   * before the agent attached): only then are channels looked up too.
+   */
+  private static volatile boolean markedInputs;
+
   /** A Ktor server socket accepted socket (before its reader exists). */
   public static void accepted(Object socket) {
+    cioServer = true;
     SERVER.put(socket, 1);
   }
 
@@ -38,7 +52,8 @@ public final class ServerStreams {
    * id, or a fresh one, if socket is a server's; returns the id to restore.
    */
   public static long beforeRead(Object channel, Object socket) {
-    if (channel == null || socket == null || (SERVER.get(socket) == 0 && SERVER.get(channel) == 0)) {
+    if (!cioServer || channel == null || socket == null
+        || (SERVER.get(socket) == 0 && (!markedInputs || SERVER.get(channel) == 0))) {
       return Context.current();
     }
     // Only this connection's reader creates its id, one read at a time.
@@ -48,6 +63,20 @@ public final class ServerStreams {
       PENDING.put(channel, id);
     }
     return Context.swap(id);
+  }
+
+  /**
+   * Runs every path once for the installer's warm-up, before any hook is
+   * in place, and leaves nothing behind: the flags say no CIO server yet.
+   */
+  public static void warmUp(Object probe) {
+    accepted(probe);
+    Context.restore(beforeRead(probe, probe));
+    Context.restore(requestStarted(probe));
+    SERVER.take(probe);
+    PENDING.take(probe);
+    cioServer = false;
+    markedInputs = false;
   }
 
   private static volatile Method getInput;
@@ -66,8 +95,10 @@ public final class ServerStreams {
     if (input == null) {
       return Context.current();
     }
+    cioServer = true;
     long id = PENDING.take(input);
     if (id == 0) {
+      markedInputs = true;
       SERVER.put(input, 1);
       return Context.current();
     }

@@ -110,9 +110,7 @@ public final class Installer {
     VirtualThreads.mounted(VirtualThreads.beforeMount());
     VirtualThreads.unmounted(VirtualThreads.beforeUnmount());
     WeftNative.currentSlot();
-    ServerStreams.accepted(probe);
-    Context.restore(ServerStreams.beforeRead(probe, probe));
-    Context.restore(ServerStreams.requestStarted(probe));
+    ServerStreams.warmUp(probe);
   }
 
   private static AgentBuilder builder(List<Hooks.Hook> hooks, File jar, Report report, AgentArgs args)
