@@ -74,10 +74,12 @@ func startJVM(service, jarPath string, env []string, opts ...string) (*exec.Cmd,
 func measureJVM(mode string, jar func(string) string, agent, otlp string) jvmRun {
 	r := jvmRun{mode: mode}
 	var opts []string
-	switch mode {
-	case "weft+agent":
+	switch {
+	case mode == "weft+agent":
 		opts = []string{"-javaagent:" + agent}
-	case "otel":
+	case strings.HasPrefix(mode, "weft+agent="): // another build of the agent, to compare
+		opts = []string{"-javaagent:" + strings.TrimPrefix(mode, "weft+agent=")}
+	case mode == "otel":
 		if _, err := os.Stat(*otelAgent); err != nil {
 			log.Fatalf("-jvm otel needs the OpenTelemetry Java agent at %s (scripts/bench.sh fetches it): %v", *otelAgent, err)
 		}
