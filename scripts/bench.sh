@@ -25,7 +25,7 @@ if [ ! -f .cache/opentelemetry-javaagent.jar ]; then
 	mvn -q -B dependency:copy -Dartifact=io.opentelemetry.javaagent:opentelemetry-javaagent:2.31.0 \
 		-DoutputDirectory=.cache -Dmdep.stripVersion=true
 fi
-go run ./test/bench -jvm -rate 150 -duration 20s -jvm-warmup 25s -rounds 3
+go run ./test/bench -jvm -rate 150 -duration 20s -jvm-warmup 70s -rounds 2
 echo
 echo "## Profiling: a CPU-bound traced service (/burn?ms=20) keeping both cores busy; weft on, then profiling at 19 and 99 Hz"
 echo
