@@ -13,7 +13,6 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/weftdev/weft/pkg/export/otlptest"
-	"github.com/weftdev/weft/pkg/profiler"
 	"github.com/weftdev/weft/pkg/profiler/store"
 )
 
@@ -55,24 +54,12 @@ func (pf *profileFiles) update() error {
 		if _, ok := pf.samples[f.Path]; ok {
 			continue
 		}
-		p, err := store.Read(f.Path)
+		out, err := readSamples(f.Path)
 		if err != nil {
 			return err
 		}
-		var out []profSample
-		for _, s := range p.Sample {
-			ps := profSample{
-				file: f.Path, span: label(s.Label, profiler.LabelSpanID), trace: label(s.Label, profiler.LabelTraceID),
-				name: label(s.Label, profiler.LabelSpanName), thread: label(s.Label, profiler.LabelThread),
-				pid: numLabel(s.NumLabel, profiler.LabelPID), tid: numLabel(s.NumLabel, profiler.LabelTID), n: s.Value[0],
-			}
-			for _, l := range s.Location {
-				for _, ln := range l.Line {
-					ps.funcs = append(ps.funcs, ln.Function.Name)
-				}
-			}
+		for _, ps := range out {
 			pf.total += ps.n
-			out = append(out, ps)
 		}
 		pf.samples[f.Path] = out
 	}

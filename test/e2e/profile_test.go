@@ -60,25 +60,36 @@ func loadSamples(t *testing.T, dir string, since time.Time) []profSample {
 	}
 	var out []profSample
 	for _, f := range files {
-		p, err := store.Read(f.Path)
+		ps, err := readSamples(f.Path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, s := range p.Sample {
-			ps := profSample{
-				file: f.Path, span: label(s.Label, profiler.LabelSpanID), trace: label(s.Label, profiler.LabelTraceID),
-				name: label(s.Label, profiler.LabelSpanName), thread: label(s.Label, profiler.LabelThread),
-				pid: numLabel(s.NumLabel, profiler.LabelPID), tid: numLabel(s.NumLabel, profiler.LabelTID), n: s.Value[0],
-			}
-			for _, l := range s.Location {
-				for _, ln := range l.Line {
-					ps.funcs = append(ps.funcs, ln.Function.Name)
-				}
-			}
-			out = append(out, ps)
-		}
+		out = append(out, ps...)
 	}
 	return out
+}
+
+// readSamples reads the samples of one profile file.
+func readSamples(path string) ([]profSample, error) {
+	p, err := store.Read(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []profSample
+	for _, s := range p.Sample {
+		ps := profSample{
+			file: path, span: label(s.Label, profiler.LabelSpanID), trace: label(s.Label, profiler.LabelTraceID),
+			name: label(s.Label, profiler.LabelSpanName), thread: label(s.Label, profiler.LabelThread),
+			pid: numLabel(s.NumLabel, profiler.LabelPID), tid: numLabel(s.NumLabel, profiler.LabelTID), n: s.Value[0],
+		}
+		for _, l := range s.Location {
+			for _, ln := range l.Line {
+				ps.funcs = append(ps.funcs, ln.Function.Name)
+			}
+		}
+		out = append(out, ps)
+	}
+	return out, nil
 }
 
 // waitProfiles waits until every sample taken before `after` is in a
