@@ -345,44 +345,40 @@ func TestProfileOutsideSpansAndUntraced(t *testing.T) {
 	other, _ := startServer(t, "-mode=nethttp", "-background-burn")
 	dir := t.TempDir()
 	w := startWeft(t, nil, append([]string{"--pid=" + strconv.Itoa(srv.Pid())}, profileArgs(dir, time.Second)...)...)
-	get(t, "http://"+addr+"/burn?ms=100")
-	time.Sleep(4 * time.Second)
-	waitProfiles(time.Now(), time.Second)
 
-	samples := loadSamples(t, dir, time.Time{})
+	// The request's samples are those left on the thread that read it;
+	// should Go move the handler's goroutine off that thread at once (more
+	// likely with the background burn competing for both CPUs), the request
+	// has none, and the test sends another.
+	var samples []profSample
 	var bg, bgNone, inSpan, others int64
-	bgSpans := map[string]int64{}
-	for _, s := range samples {
-		switch {
-		case s.pid == int64(other.Pid()):
-			others += s.n
-		case s.pid != int64(srv.Pid()):
-			t.Errorf("sample of pid %d, neither process: %+v", s.pid, s)
-		case s.has("main.weftBackgroundBurnSlice"):
-			bg += s.n
-			if s.span == profiler.NoSpan && s.trace == profiler.NoSpan && s.name == "" {
-				bgNone += s.n
-			} else {
-				bgSpans[s.span] += s.n
-			}
-		case s.span != profiler.NoSpan:
-			inSpan += s.n
+	var bgSpans map[string]int64
+	requests := 0
+	for requests < 3 {
+		requests++
+		get(t, "http://"+addr+"/burn?ms=100")
+		time.Sleep(4 * time.Second)
+		waitProfiles(time.Now(), time.Second)
+		samples = loadSamples(t, dir, time.Time{})
+		bg, bgNone, inSpan, others, bgSpans = classifyOutside(t, samples, srv.Pid(), other.Pid())
+		t.Logf("request %d: background burn: %d samples, %d labelled outside any span; %d samples in requests; %d of the untraced process",
+			requests, bg, bgNone, inSpan, others)
+		if inSpan > 0 {
+			break
 		}
 	}
-	t.Logf("background burn: %d samples, %d labelled outside any span; %d samples in the request; %d of the untraced process",
-		bg, bgNone, inSpan, others)
 	if bg < 30 {
 		t.Errorf("%d samples of a third of a CPU for 4 s at 99 Hz, want ≥ 30", bg)
 	}
 	// Go runs goroutines on shared threads and weft keys a span by the
 	// thread that read its request: a background slice the scheduler put
 	// on that thread while the request ran carries the request's span.
-	// That is the one span there is, and a few samples at most.
-	if len(bgSpans) > 1 || (bg-bgNone)*10 > bg {
+	// That is one span per request, and a few samples at most.
+	if len(bgSpans) > requests || (bg-bgNone)*10 > bg {
 		t.Errorf("%d of %d background samples labelled as in a span: %v", bg-bgNone, bg, bgSpans)
 	}
 	if inSpan == 0 {
-		t.Error("no sample of the request")
+		t.Errorf("no sample of the request in %d requests", requests)
 	}
 	if others != 0 {
 		t.Errorf("%d samples of a process that is not traced", others)
@@ -395,9 +391,36 @@ func TestProfileOutsideSpansAndUntraced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m["spans_exported"] != 1 || m["spans_profile_unsettled"] != 0 {
-		t.Errorf("spans exported %d, released unsettled %d", m["spans_exported"], m["spans_profile_unsettled"])
+	if m["spans_exported"] != uint64(requests) || m["spans_profile_unsettled"] != 0 {
+		t.Errorf("spans exported %d of %d, released unsettled %d", m["spans_exported"], requests, m["spans_profile_unsettled"])
 	}
+}
+
+// classifyOutside sorts the samples of TestProfileOutsideSpansAndUntraced:
+// the traced process's background burn (all, and those outside any span,
+// and the spans the rest carry), its other samples in a span, and those of
+// the untraced process.
+func classifyOutside(t *testing.T, samples []profSample, traced, untraced int) (bg, bgNone, inSpan, others int64, bgSpans map[string]int64) {
+	t.Helper()
+	bgSpans = map[string]int64{}
+	for _, s := range samples {
+		switch {
+		case s.pid == int64(untraced):
+			others += s.n
+		case s.pid != int64(traced):
+			t.Errorf("sample of pid %d, neither process: %+v", s.pid, s)
+		case s.has("main.weftBackgroundBurnSlice"):
+			bg += s.n
+			if s.span == profiler.NoSpan && s.trace == profiler.NoSpan && s.name == "" {
+				bgNone += s.n
+			} else {
+				bgSpans[s.span] += s.n
+			}
+		case s.span != profiler.NoSpan:
+			inSpan += s.n
+		}
+	}
+	return bg, bgNone, inSpan, others, bgSpans
 }
 
 // spanOf picks the one server span of a service and path.
