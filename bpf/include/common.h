@@ -10,6 +10,12 @@
 #include "weft.h"
 #include "tracectx.h"
 
+/* True when the loader resolved the __weak __ksym sym on this kernel
+ * (libbpf's macro, missing from older libbpf headers). */
+#ifndef bpf_ksym_exists
+#define bpf_ksym_exists(sym) ({ _Static_assert(!__builtin_constant_p(!!sym), #sym " must be __weak"); !!sym; })
+#endif
+
 #define AF_INET 2
 #define AF_INET6 10
 #define IPPROTO_TCP 6

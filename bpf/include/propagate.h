@@ -167,17 +167,14 @@ static __always_inline bool lower_eq(__u8 c, char want)
 	return (c | 0x20) == want;
 }
 
-/* Walks the header lines that start after each CRLF from s->from, up to
- * the blank line ending the head (s->pos, 0 if not within the bytes). */
-static long head_step(__u64 i, void *arg)
+/* Looks at the header line after the CRLF at offset at: notes a
+ * traceparent or a body, and returns 1 at the blank line ending the head
+ * (s->pos = at) or at the end of the bytes, else 0. */
+static __always_inline long header_line(struct scan *s, __u64 at)
 {
-	struct scan *s = arg;
-	__u64 at = s->from + i;
 	if (at + 4 > s->len)
 		return 1;
 	__u8 *p = &s->b->data[at & (INJECT_PULL - 1)];
-	if (p[0] != '\r' || p[1] != '\n')
-		return 0;
 	if (p[2] == '\r' && p[3] == '\n') {
 		s->pos = at;
 		return 1;
@@ -197,6 +194,78 @@ static long head_step(__u64 i, void *arg)
 	    p[10] == '-')
 		s->body = true;
 	return 0;
+}
+
+/* Walks the bytes from s->from one by one, looking at the header line
+ * after each CRLF, up to the blank line ending the head (s->pos, 0 if not
+ * within the bytes). */
+static long head_step(__u64 i, void *arg)
+{
+	struct scan *s = arg;
+	__u64 at = s->from + i;
+	if (at + 4 > s->len)
+		return 1;
+	__u8 *p = &s->b->data[at & (INJECT_PULL - 1)];
+	if (p[0] != '\r' || p[1] != '\n')
+		return 0;
+	return header_line(s, at);
+}
+
+/* The kernel's string functions (6.17+) find a CRLF at a few cycles a
+ * byte; a bpf_loop callback per byte costs ten times that. Where they
+ * are missing, the loader leaves these null and the byte-wise scans run. */
+extern int bpf_strnstr(const char *s1__ign, const char *s2__ign, size_t len) __weak __ksym;
+
+/* The offset of the first CRLF at or after from within the first limit
+ * bytes, or -1. */
+static __always_inline int find_crlf(struct inject_buf *b, __u32 from, __u32 len, __u32 limit)
+{
+	if (from >= len)
+		return -1;
+	__u32 room = len - from;
+	if (room > limit)
+		room = limit;
+	int i = bpf_strnstr((const char *)&b->data[from & (INJECT_PULL - 1)], "\r\n", room);
+	return i < 0 ? -1 : (int)(from + i);
+}
+
+/* Looks at each header line from the CRLF at s->from, jumping from line
+ * to line with bpf_strnstr. */
+static long line_step(__u64 i, void *arg)
+{
+	struct scan *s = arg;
+	__u64 at = s->from;
+	if (header_line(s, at))
+		return 1;
+	int next = find_crlf(s->b, at + 2, s->len, INJECT_SCAN);
+	if (next < 0)
+		return 1;
+	s->from = next;
+	return 0;
+}
+
+/* Sets s->pos just past the first CRLF from s->from (0 if none within
+ * the request-line limit). */
+static __always_inline void scan_request_line(struct scan *s)
+{
+	if (bpf_ksym_exists(bpf_strnstr)) {
+		int eol = find_crlf(s->b, s->from, s->len, REQUEST_LINE_MAX);
+		if (eol >= 0)
+			s->pos = eol + 2;
+		return;
+	}
+	bpf_loop(REQUEST_LINE_MAX, eol_step, s, 0);
+}
+
+/* Walks the header block from the CRLF at s->from: s->tp, s->body, and
+ * s->pos at the blank line (0 if the head does not end within the bytes). */
+static __always_inline void scan_head(struct scan *s)
+{
+	if (bpf_ksym_exists(bpf_strnstr)) {
+		bpf_loop(INJECT_SCAN / 4, line_step, s, 0); /* a header line is 4 bytes or more */
+		return;
+	}
+	bpf_loop(INJECT_SCAN, head_step, s, 0);
 }
 
 /* The request line that ends at eol says HTTP/1.x. */
@@ -303,14 +372,14 @@ int weft_inject(struct sk_msg_md *msg)
 	if (split) {
 		/* This send continues a request line begun earlier. */
 		*cs = *split;
-		bpf_loop(REQUEST_LINE_MAX, eol_step, &s, 0);
+		scan_request_line(&s);
 		if (!s.pos)
 			return SK_PASS; /* still no end of line: wait for more */
 		bpf_map_delete_elem(&split_requests, &ck);
 		__u32 eol = s.pos;
 		s.from = eol - 2;
 		s.pos = 0;
-		bpf_loop(INJECT_SCAN, head_step, &s, 0);
+		scan_head(&s);
 		if (!s.tp)
 			insert_tp(msg, eol, b, 0);
 		return SK_PASS;
@@ -325,7 +394,7 @@ int weft_inject(struct sk_msg_md *msg)
 			break;
 		s.from = pos + 8;
 		s.pos = 0;
-		bpf_loop(REQUEST_LINE_MAX, eol_step, &s, 0);
+		scan_request_line(&s);
 		__u32 eol = s.pos;
 		if (!eol) {
 			if (k == 0 && n == size) {
@@ -342,7 +411,7 @@ int weft_inject(struct sk_msg_md *msg)
 		s.pos = 0;
 		s.tp = false;
 		s.body = false;
-		bpf_loop(INJECT_SCAN, head_step, &s, 0);
+		scan_head(&s);
 		if (!s.tp) /* an application's own traceparent stays the only one */
 			at[count++ & (MAX_PIPELINED - 1)] = eol;
 		if (!s.pos || s.body)
