@@ -321,6 +321,19 @@ static __noinline bool insert_tp(struct sk_msg_md *msg, __u32 off, struct inject
 	return true;
 }
 
+/* Each insertion splits the message's buffer in three, and the kernel's
+ * sockmap send path hands every piece to TCP on its own, which sends it
+ * as its own segment (Nagle is off on most clients): three segments, three
+ * wake-ups of the receiver, for one request. Copying the head up to just
+ * past the last insertion into one buffer again makes it one segment. */
+static __always_inline void rejoin(struct sk_msg_md *msg, __u32 end)
+{
+	__u32 size = msg->size;
+	if (end > size)
+		end = size;
+	bpf_msg_pull_data(msg, 0, end, 0); /* on failure the pieces stay valid */
+}
+
 SEC("sk_msg")
 int weft_inject(struct sk_msg_md *msg)
 {
@@ -380,8 +393,8 @@ int weft_inject(struct sk_msg_md *msg)
 		s.from = eol - 2;
 		s.pos = 0;
 		scan_head(&s);
-		if (!s.tp)
-			insert_tp(msg, eol, b, 0);
+		if (!s.tp && insert_tp(msg, eol, b, 0))
+			rejoin(msg, eol + TP_HEADER_LEN + 1);
 		return SK_PASS;
 	}
 
@@ -437,6 +450,7 @@ int weft_inject(struct sk_msg_md *msg)
 		if (!insert_tp(msg, at[k & (MAX_PIPELINED - 1)], b, k))
 			return SK_PASS;
 	}
+	rejoin(msg, at[(count - 1) & (MAX_PIPELINED - 1)] + count * TP_HEADER_LEN + 1);
 	bpf_map_update_elem(&sent_ctx, &pid_tgid, cs, BPF_ANY);
 	return SK_PASS;
 }

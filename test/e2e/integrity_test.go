@@ -69,7 +69,7 @@ func (h *heldClient) Release(t *testing.T) string {
 func TestInjectionKeepsRequestsValid(t *testing.T) {
 	setup(t)
 	srv, addr := startServer(t, "-mode=nethttp")
-	scenarios := map[string]int{"split": 1, "pipeline": 3, "hastp": 1}
+	scenarios := map[string]int{"split": 1, "pipeline": 3, "hastp": 1, "hastpcase": 1}
 	clients := map[string]*heldClient{}
 	pids := []string{strconv.Itoa(srv.Pid())}
 	for name := range scenarios {
@@ -89,9 +89,25 @@ func TestInjectionKeepsRequestsValid(t *testing.T) {
 				t.Errorf("%s: server saw %q, want one traceparent", name, l)
 			}
 		}
-		if name == "hastp" && !strings.Contains(out, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01") {
+		if strings.HasPrefix(name, "hastp") && !strings.Contains(out, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01") {
 			t.Errorf("the application's own traceparent was not kept: %s", out)
 		}
+	}
+}
+
+// An injected request leaves in as many TCP segments as it would have
+// without weft: one for one small write.
+func TestInjectedRequestIsOneSegment(t *testing.T) {
+	setup(t)
+	srv, addr := startServer(t, "-mode=nethttp")
+	c := holdClient(t, "-target="+addr, "-scenario=segments")
+	startWeft(t, otlptest.Start(t), fmt.Sprintf("--pid=%d,%d", srv.Pid(), c.Pid()))
+	out := c.Release(t)
+	if !strings.HasPrefix(out, "200 traceparent=1 00-") {
+		t.Errorf("the server saw %q, want one traceparent", out)
+	}
+	if !strings.HasSuffix(out, "segs=1\n") {
+		t.Errorf("the injected request was not one segment: %q", out)
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 // guests: they need no curl or Python, which the initramfs lacks.
 var guestTests = []string{"TestGoNetHTTPServer", "TestParentChildOnSameThread", "TestBadInput",
 	"TestInjectionKeepsRequestsValid", "TestInjectionLeavesTLSAlone", "TestInjectionLargeBodies",
-	"TestMountProtocolInterop", "TestTraceparentAfterSplitHead"}
+	"TestMountProtocolInterop", "TestTraceparentAfterSplitHead", "TestInjectedRequestIsOneSegment"}
 
 // buildStatic compiles a package of this module as a static binary; with
 // test set, its test binary.

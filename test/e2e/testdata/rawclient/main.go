@@ -28,11 +28,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func main() {
 	target := flag.String("target", "", "host:port")
-	scenario := flag.String("scenario", "", "split, pipeline, hastp, tpsplit, tls, upload, download")
+	scenario := flag.String("scenario", "", "split, pipeline, hastp, hastpcase, tpsplit, segments, tls, upload, download")
 	size := flag.Int("bytes", 1<<20, "body size for upload/download")
 	flag.Parse()
 	bufio.NewReader(os.Stdin).ReadString('\n')
@@ -45,8 +47,12 @@ func main() {
 		raw(*target, []string{one + one + strings.Replace(one, "\r\n\r\n", "\r\nConnection: close\r\n\r\n", 1)}, 3)
 	case "hastp":
 		raw(*target, []string{"GET /headers HTTP/1.1\r\nHost: x\r\ntraceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r\nConnection: close\r\n\r\n"}, 1)
+	case "hastpcase": // header names are case-insensitive
+		raw(*target, []string{"GET /headers HTTP/1.1\r\nHost: x\r\nAccept: */*\r\nTraceParent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r\nConnection: close\r\n\r\n"}, 1)
 	case "tpsplit":
 		raw(*target, []string{"GET /headers HTTP/1.1\r\n", "traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r\nHost: x\r\nConnection: close\r\n\r\n"}, 1)
+	case "segments": // one write: how many TCP segments carried it
+		segments(*target, "GET /headers HTTP/1.1\r\nHost: x\r\nUser-Agent: rawclient\r\nConnection: close\r\n\r\n")
 	case "tls":
 		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 		resp, err := c.Get("https://" + *target + "/headers")
@@ -108,4 +114,36 @@ func raw(target string, pieces []string, n int) {
 		resp.Body.Close()
 		fmt.Printf("%d %s", resp.StatusCode, b)
 	}
+}
+
+// segments writes req in one write, reads the response and prints its
+// status and body, then the data segments the connection sent
+// (TCP_INFO's tcpi_data_segs_out).
+func segments(target, req string) {
+	c, err := net.DialTimeout("tcp", target, 5*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, req); err != nil {
+		log.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	raw, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		log.Fatal(err)
+	}
+	var info *unix.TCPInfo
+	var ierr error
+	if err := raw.Control(func(fd uintptr) { info, ierr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO) }); err != nil || ierr != nil {
+		log.Fatal(err, ierr)
+	}
+	fmt.Printf("%d %s", resp.StatusCode, b)
+	fmt.Printf("segs=%d\n", info.Data_segs_out)
 }
