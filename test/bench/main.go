@@ -32,6 +32,7 @@ var (
 	cpuProf  = flag.String("cpuprofile", "", "write a CPU profile of weft during the first traced run here")
 	rate     = flag.Int("rate", 0, "fixed request rate (open loop); 0 runs wrk at saturation")
 	chain    = flag.Bool("chain", false, "load a two-service chain (thread-per-request front calling a net/http backend)")
+	chainKA  = flag.Bool("chain-keepalive", false, "with -chain: the front keeps one backend connection per thread instead of one per call")
 	modes    = flag.String("modes", "off,on", "weft configurations, alternating: off, on, noprop (weft with --propagation=off), prof<Hz> (on, profiling at Hz)")
 )
 
@@ -70,6 +71,10 @@ type progStat struct{ runNs, runCnt uint64 }
 func main() {
 	flag.Parse()
 	log.SetFlags(0)
+	if *sendCost {
+		runSendCost()
+		return
+	}
 	if *jvmBench {
 		if *rate == 0 {
 			*rate = 500
@@ -94,7 +99,8 @@ func main() {
 	url := "http://" + addr + *urlPath
 	pids := []int{backend.Process.Pid}
 	if *chain {
-		front, faddr := startServer(srvBin, "-mode=thread", "-addr=127.0.0.1:0", "-downstream="+addr)
+		front, faddr := startServer(srvBin, "-mode=thread", "-addr=127.0.0.1:0", "-downstream="+addr,
+			"-downstream-keepalive="+strconv.FormatBool(*chainKA))
 		defer front.Process.Kill()
 		url = "http://" + faddr + "/call"
 		pids = append(pids, front.Process.Pid)
@@ -116,6 +122,27 @@ func main() {
 	reportProfiling(runs, order)
 }
 
+// startWeft starts weft in a traced mode (on, noprop, prof<Hz>) on pids,
+// exporting to otlp, and returns it once its metrics answer, with their URL.
+func startWeft(mode string, pids []int, otlp string, pre ...string) (*exec.Cmd, string) {
+	port := freePort()
+	metrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+	var ps []string
+	for _, p := range pids {
+		ps = append(ps, strconv.Itoa(p))
+	}
+	prop := "headers"
+	if mode == "noprop" {
+		prop = "off"
+	}
+	args := append(pre, *weftBin, "run", "--probes=auto", "--pid="+strings.Join(ps, ","), "--propagation="+prop,
+		"--metrics-addr=127.0.0.1:"+strconv.Itoa(port), "--stats-interval=0", "--otlp-endpoint="+otlp, "--otlp-insecure")
+	w := exec.Command(args[0], append(args[1:], profileArgs(mode)...)...)
+	check(w.Start())
+	waitHTTP(metrics)
+	return w, metrics
+}
+
 func startServer(bin string, args ...string) (*exec.Cmd, string) {
 	srv := exec.Command(bin, args...)
 	stdout, _ := srv.StdoutPipe()
@@ -131,22 +158,7 @@ func measure(url string, pids []int, mode string, otlp string) run {
 	var w *exec.Cmd
 	var metrics string
 	if traced {
-		port := freePort()
-		metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
-		var ps []string
-		for _, p := range pids {
-			ps = append(ps, strconv.Itoa(p))
-		}
-		prop := "headers"
-		if mode == "noprop" {
-			prop = "off"
-		}
-		w = exec.Command(*weftBin, "run", "--probes=auto", "--pid="+strings.Join(ps, ","), "--propagation="+prop,
-			"--metrics-addr=127.0.0.1:"+strconv.Itoa(port), "--stats-interval=0", "--otlp-endpoint="+otlp, "--otlp-insecure")
-		w.Args = append(w.Args, profileArgs(mode)...)
-		w.Stdout, w.Stderr = nil, nil
-		check(w.Start())
-		waitHTTP(metrics)
+		w, metrics = startWeft(mode, pids, otlp)
 	}
 	before := cpuTimes(pids)
 	var weftBefore time.Duration
@@ -430,6 +442,34 @@ func report(runs []run, order []string) {
 	row("latency p50", p50, "µs")
 	row("latency p99", p99, "µs")
 	row("weft's own CPU per request", weftPerReq, "µs")
+
+	// Drift between rounds is larger than the effects looked for: each
+	// configuration against the previous one, round by round.
+	if len(order) > 1 {
+		fmt.Printf("\nPaired by round (mean ± standard error of the per-round ratios):\n\n|")
+		for i := 1; i < len(order); i++ {
+			fmt.Printf(" | %s/%s", order[i], order[i-1])
+		}
+		fmt.Printf(" |\n|---|%s\n", strings.Repeat("---|", len(order)-1))
+		paired := func(name string, f func(run) float64) {
+			fmt.Printf("| %s |", name)
+			for i := 1; i < len(order); i++ {
+				var ratios []float64
+				for _, a := range by[order[i]] {
+					for _, b := range by[order[i-1]] {
+						if a.round == b.round && f(b) > 0 {
+							ratios = append(ratios, f(a)/f(b))
+						}
+					}
+				}
+				m, se := meanSE(ratios)
+				fmt.Printf(" %.3f ± %.3f |", m, se)
+			}
+			fmt.Println()
+		}
+		paired("server CPU per request", cpuPerReq)
+		paired("latency p50", p50)
+	}
 	var rssMax, lost, spans, reqs uint64
 	for _, r := range on {
 		rssMax = max(rssMax, r.weftRSSKB)

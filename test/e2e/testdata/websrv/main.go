@@ -3,9 +3,13 @@
 //	-mode=nethttp  a net/http server: /hello, /sleep?ms=N, /status/N, /big?bytes=N,
 //	               /burn?ms=N (N ms of CPU in weftBurnCPUHotLoop, default 200)
 //	-background-burn  also burn CPU outside any request, in weftBackgroundBurn
+//	-mode=sender   sends -requests requests to -downstream, each over a
+//	               fresh connection or all over one (-downstream-keepalive),
+//	               and prints its CPU time per request
 //	-mode=thread   a thread-per-connection server whose /call handler calls
 //	               -downstream over a raw socket on the same OS thread, the
-//	               way a thread-per-request server does
+//	               way a thread-per-request server does: a fresh connection
+//	               per call, or one kept per thread (-downstream-keepalive)
 package main
 
 import (
@@ -36,9 +40,15 @@ func main() {
 	mode := flag.String("mode", "nethttp", "nethttp, thread or mounter")
 	downstream := flag.String("downstream", "", "host:port that /call calls (thread mode)")
 	downPath := flag.String("downstream-path", "/hello", "path /call requests downstream")
+	keepAlive := flag.Bool("downstream-keepalive", false, "keep one downstream connection per thread (thread mode) or for all requests (sender mode)")
 	useTLS := flag.Bool("tls", false, "serve HTTPS with a self-signed certificate (nethttp mode)")
 	bgBurn := flag.Bool("background-burn", false, "keep one goroutine burning CPU outside any request")
+	sendN := flag.Int("requests", 20000, "requests to send (sender mode)")
 	flag.Parse()
+	if *mode == "sender" {
+		send(*downstream, *downPath, *sendN, *keepAlive)
+		return
+	}
 	if *bgBurn {
 		go weftBackgroundBurn()
 	}
@@ -62,7 +72,7 @@ func main() {
 			if err != nil {
 				log.Fatal(err)
 			}
-			go serveThread(c, *downstream, *downPath)
+			go serveThread(c, *downstream, *downPath, *keepAlive)
 		}
 	case "mounter":
 		serveMounter(ln, *downstream)
@@ -141,9 +151,14 @@ func selfSigned() tls.Certificate {
 // serveThread keeps the connection's goroutine on one OS thread, so every
 // read and write of a request, including the downstream call, carries the
 // same thread id.
-func serveThread(c net.Conn, downstream, downPath string) {
+func serveThread(c net.Conn, downstream, downPath string, keepAlive bool) {
 	runtime.LockOSThread()
 	defer c.Close()
+	var down *downConn
+	if keepAlive {
+		down = &downConn{addr: downstream}
+		defer down.close()
+	}
 	br := bufio.NewReader(c)
 	for {
 		req, err := http.ReadRequest(br)
@@ -153,7 +168,13 @@ func serveThread(c net.Conn, downstream, downPath string) {
 		io.Copy(io.Discard, req.Body)
 		status, body := 200, "ok\n"
 		if req.URL.Path == "/call" && downstream != "" {
-			code, err := call(downstream, downPath)
+			var code int
+			var err error
+			if down != nil {
+				code, err = down.call(downPath)
+			} else {
+				code, err = call(downstream, downPath)
+			}
 			if err != nil {
 				status, body = 502, err.Error()+"\n"
 			} else {
@@ -191,6 +212,52 @@ func call(addr, path string) (int, error) {
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode, nil
+}
+
+// downConn is a thread's kept-alive downstream connection, dialled on
+// first use and again after an error.
+type downConn struct {
+	addr string
+	c    net.Conn
+	br   *bufio.Reader
+}
+
+func (d *downConn) call(path string) (int, error) {
+	if d.c == nil {
+		c, err := net.DialTimeout("tcp", d.addr, 5*time.Second)
+		if err != nil {
+			return 0, err
+		}
+		d.c, d.br = c, bufio.NewReader(c)
+	}
+	d.c.SetDeadline(time.Now().Add(10 * time.Second))
+	host := strings.Split(d.addr, ":")[0]
+	code, err := func() (int, error) {
+		if _, err := fmt.Fprintf(d.c, "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: websrv\r\n\r\n", path, host); err != nil {
+			return 0, err
+		}
+		resp, err := http.ReadResponse(d.br, nil)
+		if err != nil {
+			return 0, err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.Close {
+			d.close()
+		}
+		return resp.StatusCode, nil
+	}()
+	if err != nil {
+		d.close()
+	}
+	return code, err
+}
+
+func (d *downConn) close() {
+	if d.c != nil {
+		d.c.Close()
+		d.c = nil
+	}
 }
 
 // weftBurnCPUHotLoop keeps the calling goroutine on a CPU for d. The

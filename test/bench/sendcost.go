@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+var (
+	sendCost     = flag.Bool("send-cost", false, "measure the CPU a sender spends per request, weft off / propagation off / on (-modes), on pinned CPUs")
+	sendRequests = flag.Int("send-requests", 30000, "requests per -send-cost run")
+	sendNewConn  = flag.Bool("send-new-conn", false, "with -send-cost: a fresh connection per request instead of one kept alive")
+)
+
+// runSendCost isolates what injection costs the process that sends: one
+// thread sends requests back to back over one kept-alive connection,
+// pinned to CPU 0, to a net/http server pinned to CPU 1 with weft; the
+// sender's own CPU per request is compared across modes, paired by round.
+// (The sk_msg program and the kernel's sockmap send path run in the
+// sender's send call; on loopback the receiving half of TCP does too.)
+func runSendCost() {
+	dir, err := os.MkdirTemp("", "weft-bench-")
+	check(err)
+	defer os.RemoveAll(dir)
+	srvBin := filepath.Join(dir, "websrv")
+	if out, err := exec.Command("go", "build", "-o", srvBin, "./test/e2e/testdata/websrv").CombinedOutput(); err != nil {
+		log.Fatalf("build websrv: %v\n%s", err, out)
+	}
+	check(os.WriteFile("/proc/sys/kernel/bpf_stats_enabled", []byte("1"), 0o644))
+	defer os.WriteFile("/proc/sys/kernel/bpf_stats_enabled", []byte("0"), 0o644)
+	backend, addr := startServer("taskset", "-c", "1", srvBin, "-mode=nethttp", "-addr=127.0.0.1:0")
+	defer backend.Process.Kill()
+	otlp := startSink()
+	order := strings.Split(*modes, ",")
+	perMode := map[string][]float64{}
+	sendOnce(srvBin, addr, backend.Process.Pid, "off", otlp) // warm-up
+	for i := 0; i < *rounds; i++ {
+		for _, m := range rotated(order, i) {
+			us := sendOnce(srvBin, addr, backend.Process.Pid, m, otlp)
+			log.Printf("%s: %.2f µs of sender CPU per request", m, us)
+			perMode[m] = append(perMode[m], us)
+		}
+	}
+	conn := "one kept-alive connection"
+	if *sendNewConn {
+		conn = "a fresh connection per request"
+	}
+	fmt.Printf("Sender CPU per request (%s, %d requests per run, %d rounds; mean ± standard error):\n\n", conn, *sendRequests, *rounds)
+	fmt.Println("| mode | µs per request | vs " + order[0] + ", paired by round |")
+	fmt.Println("|---|---|---|")
+	for _, m := range order {
+		mean, se := meanSE(perMode[m])
+		var diff []float64
+		for i, v := range perMode[m] {
+			diff = append(diff, v-perMode[order[0]][i])
+		}
+		dm, dse := meanSE(diff)
+		fmt.Printf("| %s | %.2f ± %.2f | %+.2f ± %.2f |\n", m, mean, se, dm, dse)
+	}
+	if len(order) == 3 {
+		var diff []float64
+		for i := range perMode[order[2]] {
+			diff = append(diff, perMode[order[2]][i]-perMode[order[1]][i])
+		}
+		dm, dse := meanSE(diff)
+		fmt.Printf("\n%s − %s, paired by round: %+.2f ± %.2f µs per request\n", order[2], order[1], dm, dse)
+	}
+}
+
+// sendOnce runs one sender, traced by weft in mode (none when off), and
+// returns its CPU time per request in µs.
+func sendOnce(srvBin, addr string, backendPid int, mode, otlp string) float64 {
+	s := exec.Command("taskset", "-c", "0", srvBin, "-mode=sender", "-downstream="+addr, "-downstream-path=/hello",
+		"-requests="+strconv.Itoa(*sendRequests), "-downstream-keepalive="+strconv.FormatBool(!*sendNewConn))
+	stdin, err := s.StdinPipe()
+	check(err)
+	var out bytes.Buffer
+	s.Stdout, s.Stderr = &out, &out
+	check(s.Start())
+	var w *exec.Cmd
+	var before map[string]progStat
+	if mode != "off" {
+		w, _ = startWeft(mode, []int{backendPid, s.Process.Pid}, otlp, "taskset", "-c", "1")
+		defer func() {
+			w.Process.Signal(os.Interrupt)
+			w.Wait()
+		}()
+		before = progStats(w.Process.Pid)
+	}
+	_, err = stdin.Write([]byte("go\n"))
+	check(err)
+	if err := s.Wait(); err != nil {
+		log.Fatalf("sender: %v\n%s", err, out.String())
+	}
+	if w != nil {
+		// The sender alone runs on CPU 0, so nothing preempts its BPF
+		// programs and their run times are their own.
+		after := progStats(w.Process.Pid)
+		for _, name := range []string{"weft_inject", "weft_sockops"} {
+			a, b := after[name], before[name]
+			if n := a.runCnt - b.runCnt; n > 0 {
+				log.Printf("%s: %s %d calls, %.0f ns per call", mode, name, n, float64(a.runNs-b.runNs)/float64(n))
+			}
+		}
+	}
+	var user, sys float64
+	if _, err := fmt.Sscanf(out.String(), "%f %f", &user, &sys); err != nil {
+		log.Fatalf("sender output %q: %v", out.String(), err)
+	}
+	return user + sys
+}
