@@ -14,7 +14,15 @@ go run ./test/bench "$@"
 echo
 echo "## Propagation: a two-service chain at 1500 requests/s, weft off / on without injection / on"
 echo
-go run ./test/bench -chain -rate 1500 -modes off,noprop,on "$@"
+go run ./test/bench -chain -rate 1500 -rounds 5 -modes off,noprop,on "$@"
+echo
+echo "## Propagation, the front keeping its backend connections alive"
+echo
+go run ./test/bench -chain -chain-keepalive -rate 1500 -rounds 5 -modes off,noprop,on "$@"
+echo
+echo "## Propagation: the sender's CPU per request, pinned CPUs"
+echo
+go run ./test/bench -send-cost -rounds 6 -modes off,noprop,on
 echo
 echo "## JVM agent: Ktor /direct, weft alone / weft + agent / OpenTelemetry Java agent, 150 requests/s"
 echo
@@ -27,9 +35,9 @@ if [ ! -f .cache/opentelemetry-javaagent.jar ]; then
 fi
 go run ./test/bench -jvm -rate 150 -duration 20s -jvm-warmup 70s -rounds 2
 echo
-echo "## Profiling: a CPU-bound traced service (/burn?ms=20) keeping both cores busy; weft on, then profiling at 19 and 99 Hz"
+echo "## Profiling: a CPU-bound traced service (/burn?ms=5) keeping both cores busy; weft on, then profiling at 19 and 99 Hz"
 echo
-go run ./test/bench -path '/burn?ms=20' -connections 8 -modes on,prof19,prof99 "$@"
+go run ./test/bench -path '/burn?ms=5' -connections 8 -modes on,prof19,prof99 -rounds 8 -duration 10s
 echo
 echo "## Profiling under request load: wrk on /hello; weft on, then profiling at 19 and 99 Hz"
 echo
