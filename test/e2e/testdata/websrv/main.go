@@ -201,17 +201,30 @@ func call(addr, path string) (int, error) {
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
+	code, _, err := exchange(c, bufio.NewReader(c), getRequest(addr, path, "Connection: close\r\n"))
+	return code, err
+}
+
+// getRequest is a GET of path from the host of addr, with extra header
+// lines.
+func getRequest(addr, path, extra string) string {
 	host := strings.Split(addr, ":")[0]
-	if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: websrv\r\nConnection: close\r\n\r\n", path, host); err != nil {
-		return 0, err
+	return fmt.Sprintf("GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: websrv\r\n%s\r\n", path, host, extra)
+}
+
+// exchange writes req in one write and reads the whole response: its
+// status, and whether the server closes the connection after it.
+func exchange(c net.Conn, br *bufio.Reader, req string) (code int, closing bool, err error) {
+	if _, err := io.WriteString(c, req); err != nil {
+		return 0, false, err
 	}
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	return resp.StatusCode, nil
+	return resp.StatusCode, resp.Close, nil
 }
 
 // downConn is a thread's kept-alive downstream connection, dialled on
@@ -231,23 +244,8 @@ func (d *downConn) call(path string) (int, error) {
 		d.c, d.br = c, bufio.NewReader(c)
 	}
 	d.c.SetDeadline(time.Now().Add(10 * time.Second))
-	host := strings.Split(d.addr, ":")[0]
-	code, err := func() (int, error) {
-		if _, err := fmt.Fprintf(d.c, "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: websrv\r\n\r\n", path, host); err != nil {
-			return 0, err
-		}
-		resp, err := http.ReadResponse(d.br, nil)
-		if err != nil {
-			return 0, err
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.Close {
-			d.close()
-		}
-		return resp.StatusCode, nil
-	}()
-	if err != nil {
+	code, closing, err := exchange(d.c, d.br, getRequest(d.addr, path, ""))
+	if err != nil || closing {
 		d.close()
 	}
 	return code, err

@@ -3,13 +3,10 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"io"
 	"log"
 	"net"
-	"net/http"
 	"os"
 	"runtime"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -33,23 +30,16 @@ func send(target, path string, n int, keepAlive bool) {
 		}
 		br = bufio.NewReader(c)
 	}
-	host := strings.Split(target, ":")[0]
-	req := fmt.Sprintf("GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: websrv\r\nAccept: */*\r\n\r\n", path, host)
+	req := getRequest(target, path, "Accept: */*\r\n")
 	var before, after syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
 	for range n {
 		if c == nil {
 			dial()
 		}
-		if _, err := io.WriteString(c, req); err != nil {
+		if _, _, err := exchange(c, br, req); err != nil {
 			log.Fatal(err)
 		}
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			log.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
 		if !keepAlive {
 			c.Close()
 			c = nil
