@@ -47,7 +47,7 @@ lint:
 # Everything, as CI runs it (root: the privileged tests load BPF and drive
 # real traffic; with WEFT_REQUIRE_PRIVILEGED=1 they fail rather than skip).
 test: deps check-generated lint build java test-java test-deploy
-	$(GO) test -count=1 -timeout 40m ./...
+	GO=$(GO) scripts/go-test.sh -count=1 -timeout 40m ./...
 	$(GO) test -count=1 -run '^$$' -fuzz FuzzParser -fuzztime $(FUZZTIME) ./pkg/httpparse/
 	$(MAKE) demo-test
 

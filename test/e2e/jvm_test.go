@@ -117,7 +117,7 @@ func warm(t *testing.T, rcv *otlptest.Receiver, url string, paths ...string) {
 	for _, p := range paths {
 		load(t, url+p, 40, 4)
 	}
-	time.Sleep(2 * time.Second)
+	quiesce(rcv, 20*time.Second)
 	rcv.Reset()
 }
 
@@ -225,7 +225,7 @@ func checkEndpoints(t *testing.T, rcv *otlptest.Receiver, front jvm, service str
 		rcv.Reset()
 		load(t, front.url+ep.path, n, conc)
 		want := n * (1 + 2*ep.clients)
-		got := waitSpans(t, rcv, want, 60*time.Second, anySpan)
+		got := collectSpans(t, rcv, want, 60*time.Second)
 		r := checkTrees(got, service, ep.path, ep.clients)
 		t.Logf("%s: %d requests at c%d: %d whole traces, %d mixed", ep.path, n, conc, r.complete, len(r.misparents))
 		if r.complete*100 < n*99 {
@@ -244,7 +244,7 @@ func checkShared(t *testing.T, rcv *otlptest.Receiver, front jvm) {
 	rcv.Reset()
 	const n = 50
 	load(t, front.url+"/shared", n, 5)
-	got := waitSpans(t, rcv, 3*n, 60*time.Second, anySpan)
+	got := collectSpans(t, rcv, 3*n, 60*time.Second)
 	r := checkTrees(got, "frontend", "/shared", 1)
 	t.Logf("/shared: %d requests from 5 clients: %d whole traces, %d mixed", n, r.complete, len(r.misparents))
 	if len(r.misparents) > 0 {
@@ -383,7 +383,7 @@ func TestJVMAgentRuntimeAttach(t *testing.T) {
 			}
 		}
 		one() // its handler makes the connection known
-		time.Sleep(2 * time.Second)
+		quiesce(rcv, 20*time.Second)
 		rcv.Reset()
 		const n = 20
 		for range n {

@@ -97,9 +97,46 @@ func waitSpans(t *testing.T, rcv *otlptest.Receiver, n int, timeout time.Duratio
 	return got
 }
 
+// collectSpans waits up to timeout for n spans and returns what arrived,
+// for checks that judge a share of many requests rather than each one.
+func collectSpans(t *testing.T, rcv *otlptest.Receiver, n int, timeout time.Duration) []span {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for len(rcv.Spans()) < n && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	time.Sleep(1500 * time.Millisecond) // one more export interval: no extras
+	got := flatten(rcv.Spans())
+	if len(got) < n {
+		t.Logf("%d spans of %d after %v", len(got), n, timeout)
+	}
+	return got
+}
+
+// quiesce waits until no span has arrived for two export intervals (at
+// most max), so that a reset leaves no span of earlier requests on its way.
+func quiesce(rcv *otlptest.Receiver, max time.Duration) {
+	deadline := time.Now().Add(max)
+	last, since := len(rcv.Spans()), time.Now()
+	for time.Since(since) < 2500*time.Millisecond && time.Now().Before(deadline) {
+		time.Sleep(250 * time.Millisecond)
+		if n := len(rcv.Spans()); n != last {
+			last, since = n, time.Now()
+		}
+	}
+}
+
+// dumpMax bounds a dump so that a failure's last lines in a log still
+// name the test.
+const dumpMax = 40
+
 func dump(ss []span) string {
 	var b strings.Builder
-	for _, s := range ss {
+	for i, s := range ss {
+		if i == dumpMax {
+			fmt.Fprintf(&b, "… and %d more\n", len(ss)-dumpMax)
+			break
+		}
 		b.WriteString(s.String())
 		b.WriteByte('\n')
 	}
