@@ -82,7 +82,6 @@ type kprobeInjectBuf struct {
 	_    structs.HostLayout
 	Data [4096]uint8
 	Cs   kprobeClientSpan
-	Hdr  [72]int8
 }
 
 type kprobeServing struct {

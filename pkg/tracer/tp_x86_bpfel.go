@@ -84,7 +84,6 @@ type tpInjectBuf struct {
 	_    structs.HostLayout
 	Data [4096]uint8
 	Cs   tpClientSpan
-	Hdr  [72]int8
 }
 
 type tpServing struct {
