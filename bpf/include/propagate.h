@@ -35,12 +35,73 @@ struct {
 	__type(value, __u64);
 } client_socks SEC(".maps");
 
+/* What the first bytes a client connection sent said; absent until then. */
+enum conn_verdict {
+	VERDICT_HTTP = 1,  /* an HTTP/1.x request: stays in the sockhash */
+	VERDICT_OTHER = 2, /* anything else (TLS, HTTP/2, Redis...): leaves it */
+	VERDICT_UNTRACED = 3, /* sent by an untraced process (sockops_any): leaves it */
+};
+
+struct conn_state {
+	__u8 verdict;     /* enum conn_verdict, 0 until the first bytes */
+	__u8 acks_waited; /* RTT callbacks that came before a verdict */
+};
+
+/* ACKs to wait for a verdict before turning the callback off: a
+ * connection whose sends weft_inject never judges (all shorter than a
+ * method and a space, or sent by splice) then simply stays. */
+#define VERDICT_MAX_ACKS 16
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct conn_state);
+} conn_states SEC(".maps");
+
+/* A socket in the sockhash sends through the kernel's sockmap path (its
+ * bytes copied into an sk_msg, weft_inject run) for as long as it lives.
+ * Only sockops may remove it, and sockops sees no data: so a joining
+ * socket asks for the RTT callback, which comes with the ACK of its first
+ * bytes, by which time weft_inject has judged them. */
+static __always_inline void join_sockhash(struct bpf_sock_ops *skops, __u64 *cookie)
+{
+	if (bpf_sock_hash_update(skops, &client_socks, cookie, BPF_ANY) != 0)
+		return;
+	count(WEFT_STAT_CONNS_JOINED);
+	bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags | BPF_SOCK_OPS_RTT_CB_FLAG);
+}
+
+/* At an ACK: once the verdict is in, a connection that is not HTTP/1.x
+ * leaves the sockhash, and the callback is turned off either way. */
+static __always_inline void settle_sockhash(struct bpf_sock_ops *skops)
+{
+	struct bpf_sock *sk = skops->sk;
+	if (!sk)
+		return;
+	struct conn_state *st = bpf_sk_storage_get(&conn_states, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!st)
+		return;
+	if (!st->verdict && ++st->acks_waited < VERDICT_MAX_ACKS)
+		return; /* nothing judged yet: ask again at the next ACK */
+	if (st->verdict == VERDICT_OTHER || st->verdict == VERDICT_UNTRACED) {
+		__u64 cookie = bpf_get_socket_cookie(skops);
+		if (bpf_map_delete_elem(&client_socks, &cookie) == 0)
+			count(st->verdict == VERDICT_OTHER ? WEFT_STAT_CONNS_RELEASED : WEFT_STAT_CONNS_UNTRACED);
+	}
+	bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags & ~BPF_SOCK_OPS_RTT_CB_FLAG);
+}
+
 SEC("sockops")
 int weft_sockops(struct bpf_sock_ops *skops)
 {
 	/* Every TCP socket of the cgroup comes through here, for each of
 	 * its callbacks: leave the ones weft does not use at once. */
 	__u32 op = skops->op;
+	if (op == BPF_SOCK_OPS_RTT_CB) {
+		settle_sockhash(skops);
+		return 1;
+	}
 	if (op != BPF_SOCK_OPS_TCP_CONNECT_CB && op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB)
 		return 1;
 	if (skops->family != AF_INET && skops->family != AF_INET6)
@@ -57,7 +118,7 @@ int weft_sockops(struct bpf_sock_ops *skops)
 	}
 	if (bpf_map_lookup_elem(&connecting, &cookie)) {
 		bpf_map_delete_elem(&connecting, &cookie);
-		bpf_sock_hash_update(skops, &client_socks, &cookie, BPF_ANY);
+		join_sockhash(skops, &cookie);
 	}
 	return 1;
 }
@@ -69,11 +130,15 @@ int weft_sockops(struct bpf_sock_ops *skops)
 SEC("sockops")
 int weft_sockops_any(struct bpf_sock_ops *skops)
 {
+	if (skops->op == BPF_SOCK_OPS_RTT_CB) {
+		settle_sockhash(skops);
+		return 1;
+	}
 	if (skops->op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB)
 		return 1;
 	if (skops->family == AF_INET || skops->family == AF_INET6) {
 		__u64 cookie = bpf_get_socket_cookie(skops);
-		bpf_sock_hash_update(skops, &client_socks, &cookie, BPF_ANY);
+		join_sockhash(skops, &cookie);
 	}
 	return 1;
 }
@@ -357,17 +422,34 @@ static __always_inline void rejoin(struct sk_msg_md *msg, __u32 end)
 	bpf_msg_pull_data(msg, 0, end, 0); /* on failure the pieces stay valid */
 }
 
+/* Records what the connection's first bytes are (see settle_sockhash). */
+static __always_inline void judge_conn(struct bpf_sock *sk, __u8 verdict)
+{
+	struct conn_state *st = bpf_sk_storage_get(&conn_states, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (st)
+		st->verdict = verdict;
+}
+
 SEC("sk_msg")
 int weft_inject(struct sk_msg_md *msg)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	if (!pid_traced(pid_tgid >> 32))
+	struct bpf_sock *sk = msg->sk;
+	if (!sk)
 		return SK_PASS;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	if (!pid_traced(pid_tgid >> 32)) {
+		judge_conn(sk, VERDICT_UNTRACED); /* only sockops_any lets these in */
+		return SK_PASS;
+	}
 	if (!claim_send_start(pid_tgid))
 		return SK_PASS; /* a later chunk of one large send */
 	__u32 size = msg->size;
 	if (size == 0)
 		return SK_PASS;
+	struct conn_state *st = bpf_sk_storage_get(&conn_states, sk, 0, 0);
+	__u8 verdict = st ? st->verdict : 0;
+	if (verdict == VERDICT_OTHER || verdict == VERDICT_UNTRACED)
+		return SK_PASS; /* leaving the sockhash at the next ACK */
 	__u32 look = size < INJECT_PULL ? size : INJECT_PULL;
 	if (bpf_msg_pull_data(msg, 0, look, 0) < 0)
 		return SK_PASS;
@@ -394,6 +476,13 @@ int weft_inject(struct sk_msg_md *msg)
 			*(__u64 *)&b->data[off] = *(__u64 *)(d + off);
 			n = off + 8;
 		}
+	}
+
+	if (verdict == 0 && n >= 8) {
+		bool http = is_request_start(b->data, n);
+		judge_conn(sk, http ? VERDICT_HTTP : VERDICT_OTHER);
+		if (!http)
+			return SK_PASS;
 	}
 
 	struct conn_key ck = {};

@@ -41,7 +41,10 @@ enum weft_stat {
 	WEFT_STAT_BAD_PACKETS = 6,   /* agent packets ignored: unreadable or unknown op */
 	WEFT_STAT_SAMPLES = 7,       /* stack samples written to the samples ring buffer */
 	WEFT_STAT_LOST_SAMPLES = 8,  /* samples ring buffer full */
-	WEFT_STAT_MAX = 9,
+	WEFT_STAT_CONNS_JOINED = 9,  /* client connections put in the injection sockhash */
+	WEFT_STAT_CONNS_RELEASED = 10, /* taken out again: their first bytes were not HTTP/1.x */
+	WEFT_STAT_CONNS_UNTRACED = 11, /* taken out again: an untraced process sent on them */
+	WEFT_STAT_MAX = 12,
 };
 
 struct event_header {

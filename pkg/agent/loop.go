@@ -111,6 +111,9 @@ func (l *loop) snapshot() map[string]uint64 {
 		out["socket_table_full"] = s.SockTableFull
 		out["agent_packets"] = s.AgentPackets
 		out["agent_packets_ignored"] = s.BadPackets
+		out["propagation_conns_joined"] = s.ConnsJoined
+		out["propagation_conns_released"] = s.ConnsReleased
+		out["propagation_conns_released_untraced"] = s.ConnsUntraced
 	}
 	return out
 }

@@ -31,6 +31,12 @@ type kprobeConnKey struct {
 	LocalIp    [4]uint32
 }
 
+type kprobeConnState struct {
+	_          structs.HostLayout
+	Verdict    uint8
+	AcksWaited uint8
+}
+
 type kprobeEventBuf struct {
 	_    structs.HostLayout
 	Hdr  kprobeEventHeader
@@ -136,6 +142,7 @@ type kprobeTracesCtx struct {
 const (
 	kprobeMapActiveCtx             = "active_ctx"
 	kprobeMapClientSocks           = "client_socks"
+	kprobeMapConnStates            = "conn_states"
 	kprobeMapConnecting            = "connecting"
 	kprobeMapEvents                = "events"
 	kprobeMapInflightBpfSend       = "inflight_bpf_send"
@@ -247,6 +254,7 @@ type kprobeProgramSpecs struct {
 type kprobeMapSpecs struct {
 	ActiveCtx       *ebpf.MapSpec `ebpf:"active_ctx"`
 	ClientSocks     *ebpf.MapSpec `ebpf:"client_socks"`
+	ConnStates      *ebpf.MapSpec `ebpf:"conn_states"`
 	Connecting      *ebpf.MapSpec `ebpf:"connecting"`
 	Events          *ebpf.MapSpec `ebpf:"events"`
 	InflightBpfSend *ebpf.MapSpec `ebpf:"inflight_bpf_send"`
@@ -306,6 +314,7 @@ func (o *kprobeObjects) Close() error {
 type kprobeMaps struct {
 	ActiveCtx       *ebpf.Map `ebpf:"active_ctx"`
 	ClientSocks     *ebpf.Map `ebpf:"client_socks"`
+	ConnStates      *ebpf.Map `ebpf:"conn_states"`
 	Connecting      *ebpf.Map `ebpf:"connecting"`
 	Events          *ebpf.Map `ebpf:"events"`
 	InflightBpfSend *ebpf.Map `ebpf:"inflight_bpf_send"`
@@ -332,6 +341,7 @@ func (m *kprobeMaps) Close() error {
 	return _KprobeClose(
 		m.ActiveCtx,
 		m.ClientSocks,
+		m.ConnStates,
 		m.Connecting,
 		m.Events,
 		m.InflightBpfSend,

@@ -13,6 +13,9 @@ type Stats struct {
 	BadPackets    uint64 // JVM agent packets ignored (unreadable, unknown op)
 	Samples       uint64 // stack samples written to the samples ring buffer
 	LostSamples   uint64 // stack samples lost: samples ring buffer full
+	ConnsJoined   uint64 // client connections put in the injection sockhash
+	ConnsReleased uint64 // taken out again: their first bytes were not HTTP/1.x
+	ConnsUntraced uint64 // taken out again: an untraced process sent on them
 }
 
 // Lost is the number of events the kernel could not deliver (stack
@@ -48,6 +51,9 @@ func (t *Tracer) Stats() (Stats, error) {
 		{tpWeftStatWEFT_STAT_BAD_PACKETS, &s.BadPackets},
 		{tpWeftStatWEFT_STAT_SAMPLES, &s.Samples},
 		{tpWeftStatWEFT_STAT_LOST_SAMPLES, &s.LostSamples},
+		{tpWeftStatWEFT_STAT_CONNS_JOINED, &s.ConnsJoined},
+		{tpWeftStatWEFT_STAT_CONNS_RELEASED, &s.ConnsReleased},
+		{tpWeftStatWEFT_STAT_CONNS_UNTRACED, &s.ConnsUntraced},
 	} {
 		if *f.dst, err = sum(f.idx); err != nil {
 			return s, err

@@ -31,6 +31,12 @@ type tpConnKey struct {
 	LocalIp    [4]uint32
 }
 
+type tpConnState struct {
+	_          structs.HostLayout
+	Verdict    uint8
+	AcksWaited uint8
+}
+
 type tpEventBuf struct {
 	_    structs.HostLayout
 	Hdr  tpEventHeader
@@ -169,7 +175,10 @@ const (
 	tpWeftStatWEFT_STAT_BAD_PACKETS     tpWeftStat = 6
 	tpWeftStatWEFT_STAT_SAMPLES         tpWeftStat = 7
 	tpWeftStatWEFT_STAT_LOST_SAMPLES    tpWeftStat = 8
-	tpWeftStatWEFT_STAT_MAX             tpWeftStat = 9
+	tpWeftStatWEFT_STAT_CONNS_JOINED    tpWeftStat = 9
+	tpWeftStatWEFT_STAT_CONNS_RELEASED  tpWeftStat = 10
+	tpWeftStatWEFT_STAT_CONNS_UNTRACED  tpWeftStat = 11
+	tpWeftStatWEFT_STAT_MAX             tpWeftStat = 12
 )
 
 // Names of all BPF objects in the ELF.
@@ -178,6 +187,7 @@ const (
 const (
 	tpMapActiveCtx          = "active_ctx"
 	tpMapClientSocks        = "client_socks"
+	tpMapConnStates         = "conn_states"
 	tpMapConnecting         = "connecting"
 	tpMapEvents             = "events"
 	tpMapInflightCalls      = "inflight_calls"
@@ -311,6 +321,7 @@ type tpProgramSpecs struct {
 type tpMapSpecs struct {
 	ActiveCtx     *ebpf.MapSpec `ebpf:"active_ctx"`
 	ClientSocks   *ebpf.MapSpec `ebpf:"client_socks"`
+	ConnStates    *ebpf.MapSpec `ebpf:"conn_states"`
 	Connecting    *ebpf.MapSpec `ebpf:"connecting"`
 	Events        *ebpf.MapSpec `ebpf:"events"`
 	InflightCalls *ebpf.MapSpec `ebpf:"inflight_calls"`
@@ -368,6 +379,7 @@ func (o *tpObjects) Close() error {
 type tpMaps struct {
 	ActiveCtx     *ebpf.Map `ebpf:"active_ctx"`
 	ClientSocks   *ebpf.Map `ebpf:"client_socks"`
+	ConnStates    *ebpf.Map `ebpf:"conn_states"`
 	Connecting    *ebpf.Map `ebpf:"connecting"`
 	Events        *ebpf.Map `ebpf:"events"`
 	InflightCalls *ebpf.Map `ebpf:"inflight_calls"`
@@ -392,6 +404,7 @@ func (m *tpMaps) Close() error {
 	return _TpClose(
 		m.ActiveCtx,
 		m.ClientSocks,
+		m.ConnStates,
 		m.Connecting,
 		m.Events,
 		m.InflightCalls,

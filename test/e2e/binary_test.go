@@ -74,6 +74,11 @@ func TestBinaryProtocolsUntouched(t *testing.T) {
 	if m["conns_not_http"] == 0 {
 		t.Errorf("weft saw no binary connection (not traced?): %v", m)
 	}
+	// The clients' connections left the injection sockhash after their
+	// first bytes (one closed before its first ACK simply left at close).
+	if j, r := m["propagation_conns_joined"], m["propagation_conns_released"]; j == 0 || r == 0 {
+		t.Errorf("sockhash: %d client connections joined, %d released as not HTTP/1.x", j, r)
+	}
 	t.Logf("redis %d tests, pgbench %s, weft metrics %v", r1, p1, m)
 }
 

@@ -101,13 +101,39 @@ func TestInjectedRequestIsOneSegment(t *testing.T) {
 	setup(t)
 	srv, addr := startServer(t, "-mode=nethttp")
 	c := holdClient(t, "-target="+addr, "-scenario=segments")
-	startWeft(t, otlptest.Start(t), fmt.Sprintf("--pid=%d,%d", srv.Pid(), c.Pid()))
+	w := startWeft(t, otlptest.Start(t), fmt.Sprintf("--pid=%d,%d", srv.Pid(), c.Pid()))
 	out := c.Release(t)
 	if !strings.HasPrefix(out, "200 traceparent=1 00-") {
 		t.Errorf("the server saw %q, want one traceparent", out)
 	}
 	if !strings.HasSuffix(out, "segs=1\n") {
 		t.Errorf("the injected request was not one segment: %q", out)
+	}
+	// An HTTP/1.x connection stays in the sockhash.
+	checkReleased(t, w, 0)
+}
+
+// checkReleased compares how many client connections of traced processes
+// left weft's injection sockhash as not HTTP/1.x with the want. (On
+// kernels whose sockops take every connection, the test's and weft's own
+// join too, and leave as untraced: counted apart.)
+func checkReleased(t *testing.T, w *weft, want uint64) {
+	t.Helper()
+	var m map[string]uint64
+	deadline := time.Now().Add(5 * time.Second) // weft reads the kernel's counters every second
+	for {
+		var err error
+		if m, err = w.Metrics(); err != nil {
+			t.Fatal(err)
+		}
+		if m["propagation_conns_released"] == want && m["propagation_conns_joined"] > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if m["propagation_conns_released"] != want || m["propagation_conns_joined"] == 0 {
+		t.Errorf("sockhash: %d connections joined, %d released as not HTTP/1.x (%d as untraced); want %d released",
+			m["propagation_conns_joined"], m["propagation_conns_released"], m["propagation_conns_released_untraced"], want)
 	}
 }
 
@@ -116,10 +142,13 @@ func TestInjectionLeavesTLSAlone(t *testing.T) {
 	setup(t)
 	srv, addr := startServer(t, "-mode=nethttp", "-tls")
 	c := holdClient(t, "-target="+addr, "-scenario=tls")
-	startWeft(t, otlptest.Start(t), fmt.Sprintf("--pid=%d,%d", srv.Pid(), c.Pid()))
+	w := startWeft(t, otlptest.Start(t), fmt.Sprintf("--pid=%d,%d", srv.Pid(), c.Pid()))
 	if out := c.Release(t); !strings.HasPrefix(out, "traceparent=0") {
 		t.Fatalf("over TLS the server saw %q", out)
 	}
+	// Its ClientHello told weft_inject it is not HTTP/1.x: the connection
+	// left the sockhash at the ACK and sent the rest on TCP's own path.
+	checkReleased(t, w, 1)
 }
 
 // Large bodies cross untouched in both directions, without a stall.
