@@ -35,29 +35,19 @@ struct {
 	__type(value, __u64);
 } client_socks SEC(".maps");
 
-/* What the first bytes a client connection sent said; absent until then. */
+/* Why a client connection leaves the sockhash (only those that do get
+ * socket storage: an HTTP/1.x connection costs none). */
 enum conn_verdict {
-	VERDICT_HTTP = 1,  /* an HTTP/1.x request: stays in the sockhash */
-	VERDICT_OTHER = 2, /* anything else (TLS, HTTP/2, Redis...): leaves it */
-	VERDICT_UNTRACED = 3, /* sent by an untraced process (sockops_any): leaves it */
+	VERDICT_OTHER = 1,    /* its first bytes are not HTTP/1.x (TLS, HTTP/2, Redis...) */
+	VERDICT_UNTRACED = 2, /* an untraced process sent them (sockops_any lets those in) */
 };
-
-struct conn_state {
-	__u8 verdict;     /* enum conn_verdict, 0 until the first bytes */
-	__u8 acks_waited; /* RTT callbacks that came before a verdict */
-};
-
-/* ACKs to wait for a verdict before turning the callback off: a
- * connection whose sends weft_inject never judges (all shorter than a
- * method and a space, or sent by splice) then simply stays. */
-#define VERDICT_MAX_ACKS 16
 
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct conn_state);
-} conn_states SEC(".maps");
+	__type(value, __u8);
+} conn_verdicts SEC(".maps");
 
 /* A socket in the sockhash sends through the kernel's sockmap path (its
  * bytes copied into an sk_msg, weft_inject run) for as long as it lives.
@@ -72,22 +62,21 @@ static __always_inline void join_sockhash(struct bpf_sock_ops *skops, __u64 *coo
 	bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags | BPF_SOCK_OPS_RTT_CB_FLAG);
 }
 
-/* At an ACK: once the verdict is in, a connection that is not HTTP/1.x
- * leaves the sockhash, and the callback is turned off either way. */
+/* At an ACK of data (the SYN counts one byte): the first bytes have been
+ * judged, so a connection weft_inject marked leaves the sockhash, and the
+ * callback is turned off either way. */
 static __always_inline void settle_sockhash(struct bpf_sock_ops *skops)
 {
+	if (skops->bytes_acked <= 1)
+		return;
 	struct bpf_sock *sk = skops->sk;
 	if (!sk)
 		return;
-	struct conn_state *st = bpf_sk_storage_get(&conn_states, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-	if (!st)
-		return;
-	if (!st->verdict && ++st->acks_waited < VERDICT_MAX_ACKS)
-		return; /* nothing judged yet: ask again at the next ACK */
-	if (st->verdict == VERDICT_OTHER || st->verdict == VERDICT_UNTRACED) {
+	__u8 *v = bpf_sk_storage_get(&conn_verdicts, sk, 0, 0);
+	if (v) {
 		__u64 cookie = bpf_get_socket_cookie(skops);
 		if (bpf_map_delete_elem(&client_socks, &cookie) == 0)
-			count(st->verdict == VERDICT_OTHER ? WEFT_STAT_CONNS_RELEASED : WEFT_STAT_CONNS_UNTRACED);
+			count(*v == VERDICT_OTHER ? WEFT_STAT_CONNS_RELEASED : WEFT_STAT_CONNS_UNTRACED);
 	}
 	bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags & ~BPF_SOCK_OPS_RTT_CB_FLAG);
 }
@@ -422,12 +411,33 @@ static __always_inline void rejoin(struct sk_msg_md *msg, __u32 end)
 	bpf_msg_pull_data(msg, 0, end, 0); /* on failure the pieces stay valid */
 }
 
-/* Records what the connection's first bytes are (see settle_sockhash). */
-static __always_inline void judge_conn(struct bpf_sock *sk, __u8 verdict)
+/* Marks the connection for leaving the sockhash (see settle_sockhash). */
+static __always_inline void release_conn(struct bpf_sock *sk, __u8 verdict)
 {
-	struct conn_state *st = bpf_sk_storage_get(&conn_states, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-	if (st)
-		st->verdict = verdict;
+	__u8 *v = bpf_sk_storage_get(&conn_verdicts, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (v)
+		*v = verdict;
+}
+
+/* The message is the first data of its connection: nothing sent, nothing
+ * queued (a corked first send would still be unsent). */
+static __always_inline bool first_data(struct bpf_sock *sk)
+{
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
+	return tp && tp->bytes_sent == 0 && tp->write_seq == tp->snd_una;
+}
+
+/* The first bytes of a connection cannot begin an HTTP/1.x request: at
+ * least a method and a space that are not one, or, when fewer came, a
+ * byte no request line has (a request line may arrive in pieces). */
+static __always_inline bool not_http(const __u8 *d, __u32 n)
+{
+	if (n >= 8)
+		return !is_request_start(d, n);
+	for (__u32 i = 0; i < 7; i++)
+		if (i < n && (d[i] < 0x20 || d[i] >= 0x7f))
+			return true;
+	return false;
 }
 
 SEC("sk_msg")
@@ -438,7 +448,7 @@ int weft_inject(struct sk_msg_md *msg)
 		return SK_PASS;
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	if (!pid_traced(pid_tgid >> 32)) {
-		judge_conn(sk, VERDICT_UNTRACED); /* only sockops_any lets these in */
+		release_conn(sk, VERDICT_UNTRACED);
 		return SK_PASS;
 	}
 	if (!claim_send_start(pid_tgid))
@@ -446,10 +456,9 @@ int weft_inject(struct sk_msg_md *msg)
 	__u32 size = msg->size;
 	if (size == 0)
 		return SK_PASS;
-	struct conn_state *st = bpf_sk_storage_get(&conn_states, sk, 0, 0);
-	__u8 verdict = st ? st->verdict : 0;
-	if (verdict == VERDICT_OTHER || verdict == VERDICT_UNTRACED)
+	if (bpf_sk_storage_get(&conn_verdicts, sk, 0, 0))
 		return SK_PASS; /* leaving the sockhash at the next ACK */
+	bool first = first_data(sk);
 	__u32 look = size < INJECT_PULL ? size : INJECT_PULL;
 	if (bpf_msg_pull_data(msg, 0, look, 0) < 0)
 		return SK_PASS;
@@ -478,11 +487,9 @@ int weft_inject(struct sk_msg_md *msg)
 		}
 	}
 
-	if (verdict == 0 && n >= 8) {
-		bool http = is_request_start(b->data, n);
-		judge_conn(sk, http ? VERDICT_HTTP : VERDICT_OTHER);
-		if (!http)
-			return SK_PASS;
+	if (first && not_http(b->data, n)) {
+		release_conn(sk, VERDICT_OTHER);
+		return SK_PASS;
 	}
 
 	struct conn_key ck = {};

@@ -31,12 +31,6 @@ type kprobeConnKey struct {
 	LocalIp    [4]uint32
 }
 
-type kprobeConnState struct {
-	_          structs.HostLayout
-	Verdict    uint8
-	AcksWaited uint8
-}
-
 type kprobeEventBuf struct {
 	_    structs.HostLayout
 	Hdr  kprobeEventHeader
@@ -142,7 +136,7 @@ type kprobeTracesCtx struct {
 const (
 	kprobeMapActiveCtx             = "active_ctx"
 	kprobeMapClientSocks           = "client_socks"
-	kprobeMapConnStates            = "conn_states"
+	kprobeMapConnVerdicts          = "conn_verdicts"
 	kprobeMapConnecting            = "connecting"
 	kprobeMapEvents                = "events"
 	kprobeMapInflightBpfSend       = "inflight_bpf_send"
@@ -254,7 +248,7 @@ type kprobeProgramSpecs struct {
 type kprobeMapSpecs struct {
 	ActiveCtx       *ebpf.MapSpec `ebpf:"active_ctx"`
 	ClientSocks     *ebpf.MapSpec `ebpf:"client_socks"`
-	ConnStates      *ebpf.MapSpec `ebpf:"conn_states"`
+	ConnVerdicts    *ebpf.MapSpec `ebpf:"conn_verdicts"`
 	Connecting      *ebpf.MapSpec `ebpf:"connecting"`
 	Events          *ebpf.MapSpec `ebpf:"events"`
 	InflightBpfSend *ebpf.MapSpec `ebpf:"inflight_bpf_send"`
@@ -314,7 +308,7 @@ func (o *kprobeObjects) Close() error {
 type kprobeMaps struct {
 	ActiveCtx       *ebpf.Map `ebpf:"active_ctx"`
 	ClientSocks     *ebpf.Map `ebpf:"client_socks"`
-	ConnStates      *ebpf.Map `ebpf:"conn_states"`
+	ConnVerdicts    *ebpf.Map `ebpf:"conn_verdicts"`
 	Connecting      *ebpf.Map `ebpf:"connecting"`
 	Events          *ebpf.Map `ebpf:"events"`
 	InflightBpfSend *ebpf.Map `ebpf:"inflight_bpf_send"`
@@ -341,7 +335,7 @@ func (m *kprobeMaps) Close() error {
 	return _KprobeClose(
 		m.ActiveCtx,
 		m.ClientSocks,
-		m.ConnStates,
+		m.ConnVerdicts,
 		m.Connecting,
 		m.Events,
 		m.InflightBpfSend,

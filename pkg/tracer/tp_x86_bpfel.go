@@ -31,12 +31,6 @@ type tpConnKey struct {
 	LocalIp    [4]uint32
 }
 
-type tpConnState struct {
-	_          structs.HostLayout
-	Verdict    uint8
-	AcksWaited uint8
-}
-
 type tpEventBuf struct {
 	_    structs.HostLayout
 	Hdr  tpEventHeader
@@ -187,7 +181,7 @@ const (
 const (
 	tpMapActiveCtx          = "active_ctx"
 	tpMapClientSocks        = "client_socks"
-	tpMapConnStates         = "conn_states"
+	tpMapConnVerdicts       = "conn_verdicts"
 	tpMapConnecting         = "connecting"
 	tpMapEvents             = "events"
 	tpMapInflightCalls      = "inflight_calls"
@@ -321,7 +315,7 @@ type tpProgramSpecs struct {
 type tpMapSpecs struct {
 	ActiveCtx     *ebpf.MapSpec `ebpf:"active_ctx"`
 	ClientSocks   *ebpf.MapSpec `ebpf:"client_socks"`
-	ConnStates    *ebpf.MapSpec `ebpf:"conn_states"`
+	ConnVerdicts  *ebpf.MapSpec `ebpf:"conn_verdicts"`
 	Connecting    *ebpf.MapSpec `ebpf:"connecting"`
 	Events        *ebpf.MapSpec `ebpf:"events"`
 	InflightCalls *ebpf.MapSpec `ebpf:"inflight_calls"`
@@ -379,7 +373,7 @@ func (o *tpObjects) Close() error {
 type tpMaps struct {
 	ActiveCtx     *ebpf.Map `ebpf:"active_ctx"`
 	ClientSocks   *ebpf.Map `ebpf:"client_socks"`
-	ConnStates    *ebpf.Map `ebpf:"conn_states"`
+	ConnVerdicts  *ebpf.Map `ebpf:"conn_verdicts"`
 	Connecting    *ebpf.Map `ebpf:"connecting"`
 	Events        *ebpf.Map `ebpf:"events"`
 	InflightCalls *ebpf.Map `ebpf:"inflight_calls"`
@@ -404,7 +398,7 @@ func (m *tpMaps) Close() error {
 	return _TpClose(
 		m.ActiveCtx,
 		m.ClientSocks,
-		m.ConnStates,
+		m.ConnVerdicts,
 		m.Connecting,
 		m.Events,
 		m.InflightCalls,
