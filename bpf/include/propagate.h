@@ -458,7 +458,6 @@ int weft_inject(struct sk_msg_md *msg)
 		return SK_PASS;
 	if (bpf_sk_storage_get(&conn_verdicts, sk, 0, 0))
 		return SK_PASS; /* leaving the sockhash at the next ACK */
-	bool first = first_data(sk);
 	__u32 look = size < INJECT_PULL ? size : INJECT_PULL;
 	if (bpf_msg_pull_data(msg, 0, look, 0) < 0)
 		return SK_PASS;
@@ -487,7 +486,7 @@ int weft_inject(struct sk_msg_md *msg)
 		}
 	}
 
-	if (first && not_http(b->data, n)) {
+	if (not_http(b->data, n) && first_data(sk)) {
 		release_conn(sk, VERDICT_OTHER);
 		return SK_PASS;
 	}
