@@ -138,7 +138,7 @@ static __always_inline char hexdigit(__u8 v)
 }
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "hex8 and TP_PREFIX lay out bytes little-endian"
+#error "hex8 and LE8 lay out bytes little-endian"
 #endif
 
 /* Eight bytes as one little-endian word, for one store. */
@@ -226,14 +226,20 @@ struct scan {
 	bool body;   /* head_step: Content-Length or Transfer-Encoding present */
 };
 
+/* A CRLF starts at offset at (the caller checked at + 2 <= s->len). */
+static __always_inline bool crlf_at(struct scan *s, __u64 at)
+{
+	__u8 *p = &s->b->data[at & (INJECT_PULL - 1)];
+	return p[0] == '\r' && p[1] == '\n';
+}
+
 static long eol_step(__u64 i, void *arg)
 {
 	struct scan *s = arg;
 	__u64 at = s->from + i;
 	if (at + 2 > s->len)
 		return 1;
-	__u8 *p = &s->b->data[at & (INJECT_PULL - 1)];
-	if (p[0] == '\r' && p[1] == '\n') {
+	if (crlf_at(s, at)) {
 		s->pos = at + 2;
 		return 1;
 	}
@@ -283,10 +289,7 @@ static long head_step(__u64 i, void *arg)
 	__u64 at = s->from + i;
 	if (at + 4 > s->len)
 		return 1;
-	__u8 *p = &s->b->data[at & (INJECT_PULL - 1)];
-	if (p[0] != '\r' || p[1] != '\n')
-		return 0;
-	return header_line(s, at);
+	return crlf_at(s, at) ? header_line(s, at) : 0;
 }
 
 /* The kernel's string functions (6.17+) find a CRLF at a few cycles a
