@@ -40,6 +40,7 @@ struct {
 enum conn_verdict {
 	VERDICT_OTHER = 1,    /* its first bytes are not HTTP/1.x (TLS, HTTP/2, Redis...) */
 	VERDICT_UNTRACED = 2, /* an untraced process sent them (sockops_any lets those in) */
+	VERDICT_BLOCKING = 3, /* its socket is in blocking mode (see reads_block) */
 };
 
 struct {
@@ -76,7 +77,9 @@ static __always_inline void settle_sockhash(struct bpf_sock_ops *skops)
 	if (v) {
 		__u64 cookie = bpf_get_socket_cookie(skops);
 		if (bpf_map_delete_elem(&client_socks, &cookie) == 0)
-			count(*v == VERDICT_OTHER ? WEFT_STAT_CONNS_RELEASED : WEFT_STAT_CONNS_UNTRACED);
+			count(*v == VERDICT_OTHER      ? WEFT_STAT_CONNS_RELEASED
+			      : *v == VERDICT_BLOCKING ? WEFT_STAT_CONNS_BLOCKING
+						       : WEFT_STAT_CONNS_UNTRACED);
 	}
 	bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags & ~BPF_SOCK_OPS_RTT_CB_FLAG);
 }
@@ -424,10 +427,26 @@ static __always_inline void release_conn(struct bpf_sock *sk, __u8 verdict)
 
 /* The message is the first data of its connection: nothing sent, nothing
  * queued (a corked first send would still be unsent). */
-static __always_inline bool first_data(struct bpf_sock *sk)
+static __always_inline bool first_data(struct tcp_sock *tp)
 {
-	struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
 	return tp && tp->bytes_sent == 0 && tp->write_seq == tp->snd_una;
+}
+
+#define O_NONBLOCK 04000
+
+/* The socket's file is in blocking mode. A socket in a sockhash receives
+ * through the kernel's tcp_bpf_recvmsg, which answers a blocking read that
+ * a signal interrupts with EAGAIN instead of restarting it: a client that
+ * reads with blocking calls (Python without a timeout, most C programs)
+ * would fail where it worked before, so such a connection leaves at its
+ * first ACK, before it waits for its response. */
+static __always_inline bool reads_block(struct tcp_sock *tp)
+{
+	struct socket *so = tp->inet_conn.icsk_inet.sk.sk_socket;
+	if (!so)
+		return false;
+	struct file *f = so->file;
+	return f && !(f->f_flags & O_NONBLOCK);
 }
 
 /* The first bytes of a connection cannot begin an HTTP/1.x request: at
@@ -489,9 +508,17 @@ int weft_inject(struct sk_msg_md *msg)
 		}
 	}
 
-	if (not_http(b->data, n) && first_data(sk)) {
-		release_conn(sk, VERDICT_OTHER);
-		return SK_PASS;
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
+	if (first_data(tp)) {
+		/* The connection's first bytes decide whether it stays. */
+		if (not_http(b->data, n)) {
+			release_conn(sk, VERDICT_OTHER);
+			return SK_PASS;
+		}
+		if (reads_block(tp)) {
+			release_conn(sk, VERDICT_BLOCKING);
+			return SK_PASS;
+		}
 	}
 
 	struct conn_key ck = {};

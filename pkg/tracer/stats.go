@@ -16,6 +16,7 @@ type Stats struct {
 	ConnsJoined   uint64 // client connections put in the injection sockhash
 	ConnsReleased uint64 // taken out again: their first bytes were not HTTP/1.x
 	ConnsUntraced uint64 // taken out again: an untraced process sent on them
+	ConnsBlocking uint64 // taken out again: their socket is read with blocking calls
 }
 
 // Lost is the number of events the kernel could not deliver (stack
@@ -54,6 +55,7 @@ func (t *Tracer) Stats() (Stats, error) {
 		{tpWeftStatWEFT_STAT_CONNS_JOINED, &s.ConnsJoined},
 		{tpWeftStatWEFT_STAT_CONNS_RELEASED, &s.ConnsReleased},
 		{tpWeftStatWEFT_STAT_CONNS_UNTRACED, &s.ConnsUntraced},
+		{tpWeftStatWEFT_STAT_CONNS_BLOCKING, &s.ConnsBlocking},
 	} {
 		if *f.dst, err = sum(f.idx); err != nil {
 			return s, err

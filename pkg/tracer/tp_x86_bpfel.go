@@ -172,7 +172,8 @@ const (
 	tpWeftStatWEFT_STAT_CONNS_JOINED    tpWeftStat = 9
 	tpWeftStatWEFT_STAT_CONNS_RELEASED  tpWeftStat = 10
 	tpWeftStatWEFT_STAT_CONNS_UNTRACED  tpWeftStat = 11
-	tpWeftStatWEFT_STAT_MAX             tpWeftStat = 12
+	tpWeftStatWEFT_STAT_CONNS_BLOCKING  tpWeftStat = 12
+	tpWeftStatWEFT_STAT_MAX             tpWeftStat = 13
 )
 
 // Names of all BPF objects in the ELF.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,7 +33,13 @@ type heldClient struct {
 
 func holdClient(t *testing.T, args ...string) *heldClient {
 	t.Helper()
-	h := &heldClient{cmd: exec.Command(bins.client, args...)}
+	return holdCommand(t, bins.client, args...)
+}
+
+// holdCommand starts any client that waits for a line on stdin.
+func holdCommand(t *testing.T, prog string, args ...string) *heldClient {
+	t.Helper()
+	h := &heldClient{cmd: exec.Command(prog, args...)}
 	h.cmd.Stdout, h.cmd.Stderr = &h.out, &h.errb
 	var err error
 	if h.stdin, err = h.cmd.StdinPipe(); err != nil {
@@ -149,6 +156,38 @@ func TestInjectionLeavesTLSAlone(t *testing.T) {
 	// Its ClientHello told weft_inject it is not HTTP/1.x: the connection
 	// left the sockhash at the ACK and sent the rest on TCP's own path.
 	checkReleased(t, w, 1)
+}
+
+// A client that reads with blocking calls keeps working when a signal
+// interrupts its read: the kernel's sockmap receive path would fail that
+// read with EAGAIN (see reads_block in bpf/include/propagate.h), so its
+// connection leaves the sockhash at its first ACK, uninjected.
+func TestInjectionSparesBlockingReads(t *testing.T) {
+	setup(t)
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Fatal("python3 not found: the blocking client is a Python script")
+	}
+	srv, addr := startServer(t, "-mode=nethttp")
+	script := filepath.Join(repoRoot(), "test", "e2e", "testdata", "blocking_client.py")
+	c := holdCommand(t, "python3", script, addr, "/sleep?ms=1000")
+	w := startWeft(t, otlptest.Start(t), fmt.Sprintf("--pid=%d,%d", srv.Pid(), c.Pid()))
+	if out := c.Release(t); !strings.HasPrefix(out, "HTTP/1.1 200") {
+		t.Fatalf("blocking client got %q", out)
+	}
+	var m map[string]uint64
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		var err error
+		if m, err = w.Metrics(); err != nil {
+			t.Fatal(err)
+		}
+		if m["propagation_conns_released_blocking"] > 0 {
+			break
+		}
+	}
+	if m["propagation_conns_released_blocking"] != 1 {
+		t.Errorf("%d connections released as read with blocking calls, want 1 (%d joined)",
+			m["propagation_conns_released_blocking"], m["propagation_conns_joined"])
+	}
 }
 
 // Large bodies cross untouched in both directions, without a stall.
