@@ -15,7 +15,7 @@ deps:
 	@scripts/deps.sh
 
 generate: deps
-	$(GO) generate ./pkg/tracer/
+	$(GO) generate ./pkg/tracer/ ./test/bench/floor/
 
 check-generated: deps
 	@scripts/check-generated.sh

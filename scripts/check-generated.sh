@@ -3,10 +3,10 @@
 # from what is in the tree: the committed .o/.go must match bpf/ sources.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-files=(pkg/tracer/*_bpfel.go pkg/tracer/*_bpfel.o)
-before=$(sha256sum "${files[@]}")
-go generate ./pkg/tracer/ >/dev/null
-after=$(sha256sum pkg/tracer/*_bpfel.go pkg/tracer/*_bpfel.o)
+generated() { sha256sum pkg/tracer/*_bpfel.{go,o} test/bench/floor/*_bpfel.{go,o}; }
+before=$(generated)
+go generate ./pkg/tracer/ ./test/bench/floor/ >/dev/null
+after=$(generated)
 if [ "$before" != "$after" ]; then
 	echo "generated BPF files were out of date with bpf/ sources (now regenerated):" >&2
 	diff <(echo "$before") <(echo "$after") >&2 || true

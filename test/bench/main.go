@@ -33,7 +33,7 @@ var (
 	rate     = flag.Int("rate", 0, "fixed request rate (open loop); 0 runs wrk at saturation")
 	chain    = flag.Bool("chain", false, "load a two-service chain (thread-per-request front calling a net/http backend)")
 	chainKA  = flag.Bool("chain-keepalive", false, "with -chain: the front keeps one backend connection per thread instead of one per call")
-	modes    = flag.String("modes", "off,on", "weft configurations, alternating: off, on, noprop (weft with --propagation=off), prof<Hz> (on, profiling at Hz)")
+	modes    = flag.String("modes", "off,on", "weft configurations, alternating: off, on, noprop (weft with --propagation=off), floor (-send-cost only: no weft, the sender's connections in a pass-through sockhash), prof<Hz> (on, profiling at Hz)")
 )
 
 // rotated is order started at its i-th mode: over rounds, every mode runs

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/weftdev/weft/test/bench/floor"
 )
 
 var (
@@ -85,7 +87,14 @@ func sendOnce(srvBin, addr string, backendPid int, mode, otlp string) float64 {
 	check(s.Start())
 	var w *exec.Cmd
 	var before map[string]progStat
-	if mode != "off" {
+	if mode == "floor" {
+		// No weft: the sender's connections go through a sockhash whose
+		// sk_msg program passes every byte, the least injection costs.
+		fl, err := floor.Attach("weft-bench-floor")
+		check(err)
+		defer func() { check(fl.Close()) }()
+		check(fl.Enter(s.Process.Pid))
+	} else if mode != "off" {
 		w, _ = startWeft(mode, []int{backendPid, s.Process.Pid}, otlp, "taskset", "-c", "1")
 		defer func() {
 			w.Process.Signal(os.Interrupt)
