@@ -20,9 +20,11 @@ echo "## Propagation, the front keeping its backend connections alive"
 echo
 go run ./test/bench -chain -chain-keepalive -rate 1500 -rounds 5 -modes off,noprop,on "$@"
 echo
-echo "## Propagation: the sender's CPU per request, pinned CPUs"
+echo "## Propagation: the sender's CPU per request, pinned CPUs (floor: the kernel's sockmap path with a do-nothing program)"
 echo
-go run ./test/bench -send-cost -rounds 6 -modes off,noprop,on
+go run ./test/bench -send-cost -rounds 6 -modes off,floor,noprop,on
+echo
+go run ./test/bench -send-cost -send-new-conn -send-requests 10000 -rounds 5 -modes off,floor,noprop,on
 echo
 echo "## JVM agent: Ktor /direct, weft alone / weft + agent / OpenTelemetry Java agent, 150 requests/s"
 echo

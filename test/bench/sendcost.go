@@ -40,20 +40,30 @@ func runSendCost() {
 	defer backend.Process.Kill()
 	otlp := startSink()
 	order := strings.Split(*modes, ",")
-	perMode := map[string][]float64{}
+	perMode, cpu0 := map[string][]float64{}, map[string][]float64{}
 	sendOnce(srvBin, addr, backend.Process.Pid, "off", otlp) // warm-up
 	for i := 0; i < *rounds; i++ {
 		for _, m := range rotated(order, i) {
-			us := sendOnce(srvBin, addr, backend.Process.Pid, m, otlp)
-			log.Printf("%s: %.2f µs of sender CPU per request", m, us)
+			us, c0 := sendOnce(srvBin, addr, backend.Process.Pid, m, otlp)
+			log.Printf("%s: %.2f µs of sender CPU, %.2f µs of CPU 0 per request", m, us, c0)
 			perMode[m] = append(perMode[m], us)
+			cpu0[m] = append(cpu0[m], c0)
 		}
 	}
 	conn := "one kept-alive connection"
 	if *sendNewConn {
 		conn = "a fresh connection per request"
 	}
-	fmt.Printf("Sender CPU per request (%s, %d requests per run, %d rounds; mean ± standard error):\n\n", conn, *sendRequests, *rounds)
+	fmt.Printf("%s, %d requests per run, %d rounds; mean ± standard error:\n\n", conn, *sendRequests, *rounds)
+	printPaired("Sender CPU per request", order, perMode)
+	printPaired("CPU 0 busy per request", order, cpu0)
+}
+
+// printPaired prints the modes' means and their differences, paired by
+// round, from the first mode, then injection alone (on − noprop) and the
+// kernel's sockmap path alone (floor − off) where those modes ran.
+func printPaired(title string, order []string, perMode map[string][]float64) {
+	fmt.Printf("%s (µs):\n\n", title)
 	fmt.Println("| mode | µs per request | vs " + order[0] + ", paired by round |")
 	fmt.Println("|---|---|---|")
 	for _, m := range order {
@@ -65,19 +75,28 @@ func runSendCost() {
 		dm, dse := meanSE(diff)
 		fmt.Printf("| %s | %.2f ± %.2f | %+.2f ± %.2f |\n", m, mean, se, dm, dse)
 	}
-	if len(order) == 3 {
+	fmt.Println()
+	// Injection alone, and the kernel's sockmap path alone.
+	for _, p := range [][2]string{{"on", "noprop"}, {"floor", "off"}} {
+		a, b := perMode[p[0]], perMode[p[1]]
+		if a == nil || b == nil {
+			continue
+		}
 		var diff []float64
-		for i := range perMode[order[2]] {
-			diff = append(diff, perMode[order[2]][i]-perMode[order[1]][i])
+		for i := range a {
+			diff = append(diff, a[i]-b[i])
 		}
 		dm, dse := meanSE(diff)
-		fmt.Printf("\n%s − %s, paired by round: %+.2f ± %.2f µs per request\n", order[2], order[1], dm, dse)
+		fmt.Printf("%s − %s, paired by round: %+.2f ± %.2f µs per request\n", p[0], p[1], dm, dse)
 	}
+	fmt.Println()
 }
 
 // sendOnce runs one sender, traced by weft in mode (none when off), and
-// returns its CPU time per request in µs.
-func sendOnce(srvBin, addr string, backendPid int, mode, otlp string) float64 {
+// returns its CPU time per request and CPU 0's busy time per request
+// (the sender's and whatever else ran there for it: kernel workers,
+// interrupts), in µs.
+func sendOnce(srvBin, addr string, backendPid int, mode, otlp string) (sender, cpu0 float64) {
 	s := exec.Command("taskset", "-c", "0", srvBin, "-mode=sender", "-downstream="+addr, "-downstream-path=/hello",
 		"-requests="+strconv.Itoa(*sendRequests), "-downstream-keepalive="+strconv.FormatBool(!*sendNewConn))
 	stdin, err := s.StdinPipe()
@@ -102,11 +121,13 @@ func sendOnce(srvBin, addr string, backendPid int, mode, otlp string) float64 {
 		}()
 		before = progStats(w.Process.Pid)
 	}
+	busy0 := cpuBusy(0)
 	_, err = stdin.Write([]byte("go\n"))
 	check(err)
 	if err := s.Wait(); err != nil {
 		log.Fatalf("sender: %v\n%s", err, out.String())
 	}
+	cpu0 = (cpuBusy(0) - busy0) / float64(*sendRequests)
 	if w != nil {
 		// The sender alone runs on CPU 0, so nothing preempts its BPF
 		// programs and their run times are their own.
@@ -122,5 +143,29 @@ func sendOnce(srvBin, addr string, backendPid int, mode, otlp string) float64 {
 	if _, err := fmt.Sscanf(out.String(), "%f %f", &user, &sys); err != nil {
 		log.Fatalf("sender output %q: %v", out.String(), err)
 	}
-	return user + sys
+	return user + sys, cpu0
+}
+
+// cpuBusy is the time CPU n has spent on anything but idling (or being
+// stolen by the hypervisor) since boot, in µs, at the kernel's 10 ms
+// tick resolution.
+func cpuBusy(n int) float64 {
+	b, err := os.ReadFile("/proc/stat")
+	check(err)
+	prefix := fmt.Sprintf("cpu%d ", n)
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		f := strings.Fields(line)
+		var ticks float64
+		for _, i := range []int{1, 2, 3, 6, 7} { // user nice system irq softirq
+			v, err := strconv.ParseFloat(f[i], 64)
+			check(err)
+			ticks += v
+		}
+		return ticks * 1e6 / 100 // USER_HZ
+	}
+	log.Fatalf("no %q line in /proc/stat", prefix)
+	return 0
 }
