@@ -63,6 +63,18 @@ static __always_inline void join_sockhash(struct bpf_sock_ops *skops, __u64 *coo
 	bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags | BPF_SOCK_OPS_RTT_CB_FLAG);
 }
 
+static __always_inline __u32 release_stat(__u8 verdict)
+{
+	switch (verdict) {
+	case VERDICT_OTHER:
+		return WEFT_STAT_CONNS_RELEASED;
+	case VERDICT_BLOCKING:
+		return WEFT_STAT_CONNS_BLOCKING;
+	default:
+		return WEFT_STAT_CONNS_UNTRACED;
+	}
+}
+
 /* At an ACK of data (the SYN counts one byte): the first bytes have been
  * judged, so a connection weft_inject marked leaves the sockhash, and the
  * callback is turned off either way. */
@@ -77,9 +89,7 @@ static __always_inline void settle_sockhash(struct bpf_sock_ops *skops)
 	if (v) {
 		__u64 cookie = bpf_get_socket_cookie(skops);
 		if (bpf_map_delete_elem(&client_socks, &cookie) == 0)
-			count(*v == VERDICT_OTHER      ? WEFT_STAT_CONNS_RELEASED
-			      : *v == VERDICT_BLOCKING ? WEFT_STAT_CONNS_BLOCKING
-						       : WEFT_STAT_CONNS_UNTRACED);
+			count(release_stat(*v));
 	}
 	bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags & ~BPF_SOCK_OPS_RTT_CB_FLAG);
 }
