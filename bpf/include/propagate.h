@@ -40,7 +40,6 @@ struct {
 enum conn_verdict {
 	VERDICT_OTHER = 1,    /* its first bytes are not HTTP/1.x (TLS, HTTP/2, Redis...) */
 	VERDICT_UNTRACED = 2, /* an untraced process sent them (sockops_any lets those in) */
-	VERDICT_BLOCKING = 3, /* its socket is in blocking mode (see reads_block) */
 };
 
 struct {
@@ -49,6 +48,35 @@ struct {
 	__type(key, int);
 	__type(value, __u8);
 } conn_verdicts SEC(".maps");
+
+#define O_NONBLOCK 04000
+
+/* The socket is connecting in blocking mode. A socket in a sockhash
+ * receives through the kernel's tcp_bpf_recvmsg, which answers a blocking
+ * read that a signal interrupts with EAGAIN instead of restarting it: a
+ * client that reads with blocking calls (Python without a timeout, most C
+ * programs) would fail where it worked before, so such a connection never
+ * joins. Judged when it connects, because some clients switch modes
+ * between calls: the JDK writes in blocking mode after a connect with a
+ * timeout, and reads in non-blocking mode when a read timeout is set (and
+ * retries EAGAIN itself when it is not). */
+static __always_inline bool connects_blocking(struct bpf_sock_ops *skops)
+{
+	struct bpf_sock *sk = skops->sk;
+	if (!sk)
+		return false;
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
+	if (!tp)
+		return false;
+	struct socket *so = tp->inet_conn.icsk_inet.sk.sk_socket;
+	if (!so)
+		return false;
+	struct file *f = so->file;
+	if (!f || f->f_flags & O_NONBLOCK)
+		return false;
+	count(WEFT_STAT_CONNS_BLOCKING);
+	return true;
+}
 
 /* A socket in the sockhash sends through the kernel's sockmap path (its
  * bytes copied into an sk_msg, weft_inject run) for as long as it lives.
@@ -61,18 +89,6 @@ static __always_inline void join_sockhash(struct bpf_sock_ops *skops, __u64 *coo
 		return;
 	count(WEFT_STAT_CONNS_JOINED);
 	bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags | BPF_SOCK_OPS_RTT_CB_FLAG);
-}
-
-static __always_inline __u32 release_stat(__u8 verdict)
-{
-	switch (verdict) {
-	case VERDICT_OTHER:
-		return WEFT_STAT_CONNS_RELEASED;
-	case VERDICT_BLOCKING:
-		return WEFT_STAT_CONNS_BLOCKING;
-	default:
-		return WEFT_STAT_CONNS_UNTRACED;
-	}
 }
 
 /* At an ACK of data (the SYN counts one byte): the first bytes have been
@@ -89,7 +105,7 @@ static __always_inline void settle_sockhash(struct bpf_sock_ops *skops)
 	if (v) {
 		__u64 cookie = bpf_get_socket_cookie(skops);
 		if (bpf_map_delete_elem(&client_socks, &cookie) == 0)
-			count(release_stat(*v));
+			count(*v == VERDICT_OTHER ? WEFT_STAT_CONNS_RELEASED : WEFT_STAT_CONNS_UNTRACED);
 	}
 	bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags & ~BPF_SOCK_OPS_RTT_CB_FLAG);
 }
@@ -112,7 +128,7 @@ int weft_sockops(struct bpf_sock_ops *skops)
 	if (op == BPF_SOCK_OPS_TCP_CONNECT_CB) {
 		/* connect() runs in the caller's context: is it traced? */
 		__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-		if (pid_traced(tgid)) {
+		if (pid_traced(tgid) && !connects_blocking(skops)) {
 			__u8 one = 1;
 			bpf_map_update_elem(&connecting, &cookie, &one, BPF_ANY);
 		}
@@ -138,7 +154,7 @@ int weft_sockops_any(struct bpf_sock_ops *skops)
 	}
 	if (skops->op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB)
 		return 1;
-	if (skops->family == AF_INET || skops->family == AF_INET6) {
+	if ((skops->family == AF_INET || skops->family == AF_INET6) && !connects_blocking(skops)) {
 		__u64 cookie = bpf_get_socket_cookie(skops);
 		join_sockhash(skops, &cookie);
 	}
@@ -442,22 +458,6 @@ static __always_inline bool first_data(struct tcp_sock *tp)
 	return tp && tp->bytes_sent == 0 && tp->write_seq == tp->snd_una;
 }
 
-#define O_NONBLOCK 04000
-
-/* The socket's file is in blocking mode. A socket in a sockhash receives
- * through the kernel's tcp_bpf_recvmsg, which answers a blocking read that
- * a signal interrupts with EAGAIN instead of restarting it: a client that
- * reads with blocking calls (Python without a timeout, most C programs)
- * would fail where it worked before, so such a connection leaves at its
- * first ACK, before it waits for its response. */
-static __always_inline bool reads_block(struct tcp_sock *tp)
-{
-	struct socket *so = tp->inet_conn.icsk_inet.sk.sk_socket;
-	if (!so)
-		return false;
-	struct file *f = so->file;
-	return f && !(f->f_flags & O_NONBLOCK);
-}
 
 /* The first bytes of a connection cannot begin an HTTP/1.x request: at
  * least a method and a space that are not one, or, when fewer came, a
@@ -518,17 +518,9 @@ int weft_inject(struct sk_msg_md *msg)
 		}
 	}
 
-	struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
-	if (first_data(tp)) {
-		/* The connection's first bytes decide whether it stays. */
-		if (not_http(b->data, n)) {
-			release_conn(sk, VERDICT_OTHER);
-			return SK_PASS;
-		}
-		if (reads_block(tp)) {
-			release_conn(sk, VERDICT_BLOCKING);
-			return SK_PASS;
-		}
+	if (not_http(b->data, n) && first_data(bpf_skc_to_tcp_sock(sk))) {
+		release_conn(sk, VERDICT_OTHER);
+		return SK_PASS;
 	}
 
 	struct conn_key ck = {};

@@ -44,7 +44,7 @@ enum weft_stat {
 	WEFT_STAT_CONNS_JOINED = 9,  /* client connections put in the injection sockhash */
 	WEFT_STAT_CONNS_RELEASED = 10, /* taken out again: their first bytes were not HTTP/1.x */
 	WEFT_STAT_CONNS_UNTRACED = 11, /* taken out again: an untraced process sent on them */
-	WEFT_STAT_CONNS_BLOCKING = 12, /* taken out again: their socket is read with blocking calls */
+	WEFT_STAT_CONNS_BLOCKING = 12, /* not put in it: blocking mode when connecting */
 	WEFT_STAT_MAX = 13,
 };
 

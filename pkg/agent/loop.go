@@ -114,7 +114,7 @@ func (l *loop) snapshot() map[string]uint64 {
 		out["propagation_conns_joined"] = s.ConnsJoined
 		out["propagation_conns_released"] = s.ConnsReleased
 		out["propagation_conns_released_untraced"] = s.ConnsUntraced
-		out["propagation_conns_released_blocking"] = s.ConnsBlocking
+		out["propagation_conns_skipped_blocking"] = s.ConnsBlocking
 	}
 	return out
 }

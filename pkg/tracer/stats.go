@@ -16,7 +16,7 @@ type Stats struct {
 	ConnsJoined   uint64 // client connections put in the injection sockhash
 	ConnsReleased uint64 // taken out again: their first bytes were not HTTP/1.x
 	ConnsUntraced uint64 // taken out again: an untraced process sent on them
-	ConnsBlocking uint64 // taken out again: their socket is read with blocking calls
+	ConnsBlocking uint64 // not put in it: their socket connected in blocking mode
 }
 
 // Lost is the number of events the kernel could not deliver (stack

@@ -160,8 +160,8 @@ func TestInjectionLeavesTLSAlone(t *testing.T) {
 
 // A client that reads with blocking calls keeps working when a signal
 // interrupts its read: the kernel's sockmap receive path would fail that
-// read with EAGAIN (see reads_block in bpf/include/propagate.h), so its
-// connection leaves the sockhash at its first ACK, uninjected.
+// read with EAGAIN (see connects_blocking in bpf/include/propagate.h), so
+// its connection, blocking when it connects, never joins the sockhash.
 func TestInjectionSparesBlockingReads(t *testing.T) {
 	setup(t)
 	if _, err := exec.LookPath("python3"); err != nil {
@@ -180,13 +180,13 @@ func TestInjectionSparesBlockingReads(t *testing.T) {
 		if m, err = w.Metrics(); err != nil {
 			t.Fatal(err)
 		}
-		if m["propagation_conns_released_blocking"] > 0 {
+		if m["propagation_conns_skipped_blocking"] > 0 {
 			break
 		}
 	}
-	if m["propagation_conns_released_blocking"] != 1 {
-		t.Errorf("%d connections released as read with blocking calls, want 1 (%d joined)",
-			m["propagation_conns_released_blocking"], m["propagation_conns_joined"])
+	if m["propagation_conns_skipped_blocking"] != 1 || m["propagation_conns_joined"] != 0 {
+		t.Errorf("%d connections left out as blocking, want 1; %d joined, want 0",
+			m["propagation_conns_skipped_blocking"], m["propagation_conns_joined"])
 	}
 }
 

@@ -229,12 +229,23 @@ func checkEndpoints(t *testing.T, rcv *otlptest.Receiver, front jvm, service str
 		r := checkTrees(got, service, ep.path, ep.clients)
 		t.Logf("%s: %d requests at c%d: %d whole traces, %d mixed", ep.path, n, conc, r.complete, len(r.misparents))
 		if r.complete*100 < n*99 {
-			t.Errorf("%s: %d of %d traces whole, want ≥ 99 %%", ep.path, r.complete, n)
+			t.Errorf("%s: %d of %d traces whole, want ≥ 99 %%; spans by service and kind: %v",
+				ep.path, r.complete, n, countByKind(got))
 		}
 		if len(r.misparents) > 0 {
 			t.Errorf("%s: %d traces hold another request's spans, first:\n%s", ep.path, len(r.misparents), r.misparents[0])
 		}
 	}
+}
+
+// countByKind counts spans by service and kind, to tell which side's
+// spans a shortfall lacks.
+func countByKind(ss []span) map[string]int {
+	m := map[string]int{}
+	for _, s := range ss {
+		m[s.service+" "+strings.TrimPrefix(s.kind.String(), "SPAN_KIND_")]++
+	}
+	return m
 }
 
 // checkShared sends 50 requests from 5 concurrent clients to /shared: each

@@ -25,8 +25,7 @@ import (
 // way most clients (Go, curl, Node) use it, waiting in poll(2) without
 // telling Go's scheduler: the network poller and its hand-off of a blocked
 // thread's processor wake other threads at every request, which moved the
-// figures by several µs from run to run. (weft does not inject into
-// connections read with blocking calls; see docs/architecture.md.)
+// figures by several µs from run to run.
 func send(target, path string, n int, keepAlive bool) {
 	bufio.NewReader(os.Stdin).ReadString('\n')
 	runtime.LockOSThread()
@@ -62,21 +61,24 @@ func send(target, path string, n int, keepAlive bool) {
 	fmt.Printf("%.3f %.3f\n", us(before.Utime, after.Utime), us(before.Stime, after.Stime))
 }
 
-// dial connects a TCP socket with Nagle off, as Go's own connections have
-// it, and makes it non-blocking once connected.
+// dial connects a non-blocking TCP socket with Nagle off, as Go's own
+// connections are (weft leaves out connections that connect blocking).
 func dial(sa *syscall.SockaddrInet4) int {
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC|syscall.SOCK_NONBLOCK, 0)
 	if err != nil {
 		log.Fatalf("sender: socket: %v", err)
 	}
 	if err := syscall.SetsockoptInt(fd, syscall.IPPROTO_TCP, syscall.TCP_NODELAY, 1); err != nil {
 		log.Fatalf("sender: TCP_NODELAY: %v", err)
 	}
-	if err := syscall.Connect(fd, sa); err != nil {
+	if err := syscall.Connect(fd, sa); err != nil && err != syscall.EINPROGRESS {
 		log.Fatalf("sender: connect: %v", err)
 	}
-	if err := syscall.SetNonblock(fd, true); err != nil {
-		log.Fatalf("sender: O_NONBLOCK: %v", err)
+	if err := waitReady(fd, pollOut); err != nil {
+		log.Fatalf("sender: connect: %v", err)
+	}
+	if soErr, err := syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_ERROR); err != nil || soErr != 0 {
+		log.Fatalf("sender: connect: %v %v", err, syscall.Errno(soErr))
 	}
 	return fd
 }
@@ -147,15 +149,24 @@ func rawIO(call uintptr, fd int, b []byte) (int, error) {
 			return int(r), nil
 		case syscall.EINTR:
 		case syscall.EAGAIN:
-			pfd := pollFd{fd: int32(fd), events: events}
-			_, _, errno = syscall.RawSyscall(syscall.SYS_POLL, uintptr(unsafe.Pointer(&pfd)), 1, ^uintptr(0))
-			if errno != 0 && errno != syscall.EINTR {
-				return 0, fmt.Errorf("poll: %w", errno)
+			if err := waitReady(fd, events); err != nil {
+				return 0, err
 			}
 		default:
 			return 0, errno
 		}
 	}
+}
+
+// waitReady waits in poll(2) until fd is ready for events (or a signal
+// comes: the caller tries again).
+func waitReady(fd int, events int16) error {
+	pfd := pollFd{fd: int32(fd), events: events}
+	_, _, errno := syscall.RawSyscall(syscall.SYS_POLL, uintptr(unsafe.Pointer(&pfd)), 1, ^uintptr(0))
+	if errno != 0 && errno != syscall.EINTR {
+		return fmt.Errorf("poll: %w", errno)
+	}
+	return nil
 }
 
 // pollFd is struct pollfd.
