@@ -50,6 +50,17 @@ struct {
 	__type(value, __u32);
 } pid_filter SEC(".maps");
 
+/* tgid -> 1: a traced JVM whose sockets retry a read that fails with
+ * EAGAIN (JDK 13+), so its blocking sockets may join the injection
+ * sockhash (see connects_blocking). Kept by user space; gone at exit and
+ * exec. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u8);
+} eagain_retry SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 8 << 20);
@@ -354,6 +365,7 @@ int weft_exec(void *ctx)
 		return 0;
 	if (!notify_exec && !pid_traced(tgid))
 		return 0;
+	bpf_map_delete_elem(&eagain_retry, &tgid); /* another program now */
 	emit_small(WEFT_EV_EXEC, 0, tgid, (__u32)pid_tgid);
 	return 0;
 }
@@ -372,6 +384,7 @@ int weft_exit(void *ctx)
 	if (tgid != tid) /* a thread, not the process */
 		return 0;
 	bpf_map_delete_elem(&pid_filter, &tgid);
+	bpf_map_delete_elem(&eagain_retry, &tgid);
 	emit_small(WEFT_EV_EXIT, 0, tgid, tgid);
 	return 0;
 }

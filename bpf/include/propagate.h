@@ -59,7 +59,8 @@ struct {
  * joins. Judged when it connects, because some clients switch modes
  * between calls: the JDK writes in blocking mode after a connect with a
  * timeout, and reads in non-blocking mode when a read timeout is set (and
- * retries EAGAIN itself when it is not). */
+ * retries EAGAIN itself when it is not: user space lists such JVMs in
+ * eagain_retry, which weft_sockops, knowing the process, lets in). */
 static __always_inline bool connects_blocking(struct bpf_sock_ops *skops)
 {
 	struct bpf_sock *sk = skops->sk;
@@ -128,7 +129,7 @@ int weft_sockops(struct bpf_sock_ops *skops)
 	if (op == BPF_SOCK_OPS_TCP_CONNECT_CB) {
 		/* connect() runs in the caller's context: is it traced? */
 		__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-		if (pid_traced(tgid) && !connects_blocking(skops)) {
+		if (pid_traced(tgid) && (bpf_map_lookup_elem(&eagain_retry, &tgid) || !connects_blocking(skops))) {
 			__u8 one = 1;
 			bpf_map_update_elem(&connecting, &cookie, &one, BPF_ANY);
 		}

@@ -53,3 +53,27 @@ func TestJcmdPerfMapRealJVM(t *testing.T) {
 		}
 	})
 }
+
+// The JDKs weft runs on use the NIO socket implementation, which retries
+// EAGAIN; the old one, brought back by a property, does not.
+func TestRetriesEAGAINRealJVM(t *testing.T) {
+	f := jvmtest.Build(t)
+	for _, c := range []struct {
+		name string
+		java func(testing.TB) string
+		args []string
+		want bool
+	}{
+		{"jdk17", jvmtest.RequireJava, nil, true},
+		{"jdk25", jvmtest.JDK25, nil, true},
+		{"jdk17-plain-sockets", jvmtest.RequireJava, []string{"-Djdk.net.usePlainSocketImpl=true"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			j := jvmtest.Start(t, f, jvmtest.StartOptions{Java: c.java(t), JVMArgs: c.args})
+			got, err := jvmattach.RetriesEAGAIN(j.Pid)
+			if err != nil || got != c.want {
+				t.Errorf("RetriesEAGAIN = %v, %v; want %v", got, err, c.want)
+			}
+		})
+	}
+}

@@ -138,6 +138,7 @@ const (
 	kprobeMapClientSocks           = "client_socks"
 	kprobeMapConnVerdicts          = "conn_verdicts"
 	kprobeMapConnecting            = "connecting"
+	kprobeMapEagainRetry           = "eagain_retry"
 	kprobeMapEvents                = "events"
 	kprobeMapInflightBpfSend       = "inflight_bpf_send"
 	kprobeMapInflightRecv          = "inflight_recv"
@@ -250,6 +251,7 @@ type kprobeMapSpecs struct {
 	ClientSocks     *ebpf.MapSpec `ebpf:"client_socks"`
 	ConnVerdicts    *ebpf.MapSpec `ebpf:"conn_verdicts"`
 	Connecting      *ebpf.MapSpec `ebpf:"connecting"`
+	EagainRetry     *ebpf.MapSpec `ebpf:"eagain_retry"`
 	Events          *ebpf.MapSpec `ebpf:"events"`
 	InflightBpfSend *ebpf.MapSpec `ebpf:"inflight_bpf_send"`
 	InflightRecv    *ebpf.MapSpec `ebpf:"inflight_recv"`
@@ -310,6 +312,7 @@ type kprobeMaps struct {
 	ClientSocks     *ebpf.Map `ebpf:"client_socks"`
 	ConnVerdicts    *ebpf.Map `ebpf:"conn_verdicts"`
 	Connecting      *ebpf.Map `ebpf:"connecting"`
+	EagainRetry     *ebpf.Map `ebpf:"eagain_retry"`
 	Events          *ebpf.Map `ebpf:"events"`
 	InflightBpfSend *ebpf.Map `ebpf:"inflight_bpf_send"`
 	InflightRecv    *ebpf.Map `ebpf:"inflight_recv"`
@@ -337,6 +340,7 @@ func (m *kprobeMaps) Close() error {
 		m.ClientSocks,
 		m.ConnVerdicts,
 		m.Connecting,
+		m.EagainRetry,
 		m.Events,
 		m.InflightBpfSend,
 		m.InflightRecv,

@@ -184,6 +184,7 @@ const (
 	tpMapClientSocks        = "client_socks"
 	tpMapConnVerdicts       = "conn_verdicts"
 	tpMapConnecting         = "connecting"
+	tpMapEagainRetry        = "eagain_retry"
 	tpMapEvents             = "events"
 	tpMapInflightCalls      = "inflight_calls"
 	tpMapInjectScratch      = "inject_scratch"
@@ -318,6 +319,7 @@ type tpMapSpecs struct {
 	ClientSocks   *ebpf.MapSpec `ebpf:"client_socks"`
 	ConnVerdicts  *ebpf.MapSpec `ebpf:"conn_verdicts"`
 	Connecting    *ebpf.MapSpec `ebpf:"connecting"`
+	EagainRetry   *ebpf.MapSpec `ebpf:"eagain_retry"`
 	Events        *ebpf.MapSpec `ebpf:"events"`
 	InflightCalls *ebpf.MapSpec `ebpf:"inflight_calls"`
 	InjectScratch *ebpf.MapSpec `ebpf:"inject_scratch"`
@@ -376,6 +378,7 @@ type tpMaps struct {
 	ClientSocks   *ebpf.Map `ebpf:"client_socks"`
 	ConnVerdicts  *ebpf.Map `ebpf:"conn_verdicts"`
 	Connecting    *ebpf.Map `ebpf:"connecting"`
+	EagainRetry   *ebpf.Map `ebpf:"eagain_retry"`
 	Events        *ebpf.Map `ebpf:"events"`
 	InflightCalls *ebpf.Map `ebpf:"inflight_calls"`
 	InjectScratch *ebpf.Map `ebpf:"inject_scratch"`
@@ -401,6 +404,7 @@ func (m *tpMaps) Close() error {
 		m.ClientSocks,
 		m.ConnVerdicts,
 		m.Connecting,
+		m.EagainRetry,
 		m.Events,
 		m.InflightCalls,
 		m.InjectScratch,

@@ -19,6 +19,7 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/weftdev/weft/pkg/event"
+	"github.com/weftdev/weft/pkg/jvmattach"
 	"github.com/weftdev/weft/pkg/kernel"
 )
 
@@ -55,6 +56,7 @@ type Tracer struct {
 	rec    ringbuf.Record
 	log    *slog.Logger
 	pinned string // traces_ctx_v1 pin this tracer created, removed on Close
+	inject bool   // propagation: sockops and sk_msg are attached
 
 	mu      sync.Mutex
 	sampler *Sampler // running sampler, closed with the tracer
@@ -137,7 +139,7 @@ func Open(opts Options) (*Tracer, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Tracer{path: opts.Path, coll: coll, log: slog.With("component", "tracer")}
+	t := &Tracer{path: opts.Path, coll: coll, inject: opts.Propagation, log: slog.With("component", "tracer")}
 	tgt := attachTarget{coll: coll, cgroup: opts.Cgroup}
 	if opts.Propagation && tgt.cgroup == "" {
 		if tgt.cgroup, err = kernel.FindMount("cgroup2"); err != nil {
@@ -208,11 +210,31 @@ func (t *Tracer) SetPID(pid uint32, traced bool) error {
 	if err := t.coll.Maps["pid_filter"].Put(pid, v); err != nil {
 		return fmt.Errorf("update pid filter for %d: %w", pid, err)
 	}
+	if traced && t.inject {
+		t.allowBlockingSockets(pid)
+	}
 	return nil
+}
+
+// allowBlockingSockets lets a JVM's sockets that connect in blocking mode
+// join the injection sockhash when its socket reads retry EAGAIN (see
+// connects_blocking in bpf/include/propagate.h); anything else stays out.
+func (t *Tracer) allowBlockingSockets(pid uint32) {
+	ok, err := jvmattach.RetriesEAGAIN(int(pid))
+	if err != nil {
+		t.log.Debug("cannot tell whether a process retries EAGAIN", "pid", pid, "err", err)
+	}
+	if !ok {
+		return
+	}
+	if err := t.coll.Maps["eagain_retry"].Put(pid, uint8(1)); err != nil {
+		t.log.Warn("cannot let a JVM's blocking sockets be injected into", "pid", pid, "err", err)
+	}
 }
 
 // ForgetPID removes a process from the filter.
 func (t *Tracer) ForgetPID(pid uint32) error {
+	t.coll.Maps["eagain_retry"].Delete(pid) // mostly absent
 	err := t.coll.Maps["pid_filter"].Delete(pid)
 	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("delete %d from pid filter: %w", pid, err)

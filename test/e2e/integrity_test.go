@@ -190,6 +190,38 @@ func TestInjectionSparesBlockingReads(t *testing.T) {
 	}
 }
 
+// A JVM's sockets connected without a timeout are blocking, but the JDK
+// retries a read that fails with EAGAIN: weft lets them join, so their
+// requests still get a traceparent.
+func TestInjectionJVMBlockingSockets(t *testing.T) {
+	setup(t)
+	srv, addr := startServer(t, "-mode=nethttp")
+	client := filepath.Join(repoRoot(), "test", "e2e", "testdata", "BlockingClient.java")
+	for _, name := range []string{"jdk17", "jdk25"} {
+		t.Run(name, func(t *testing.T) {
+			c := holdCommand(t, jdks[name], client, addr)
+			w := startWeft(t, otlptest.Start(t), fmt.Sprintf("--pid=%d,%d", srv.Pid(), c.Pid()))
+			out := c.Release(t)
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if len(lines) != 2 {
+				t.Fatalf("client printed %q, want two responses", out)
+			}
+			for i, l := range lines {
+				if !strings.HasPrefix(l, "traceparent=1 00-") {
+					t.Errorf("request %d: the server saw %q, want one traceparent", i, l)
+				}
+			}
+			m, err := w.Metrics()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m["propagation_conns_skipped_blocking"] != 0 {
+				t.Errorf("%d connections left out as blocking, want 0", m["propagation_conns_skipped_blocking"])
+			}
+		})
+	}
+}
+
 // Large bodies cross untouched in both directions, without a stall.
 func TestInjectionLargeBodies(t *testing.T) {
 	setup(t)
