@@ -454,11 +454,11 @@ static __always_inline void release_conn(struct bpf_sock *sk, __u8 verdict)
 
 /* The message is the first data of its connection: nothing sent, nothing
  * queued (a corked first send would still be unsent). */
-static __always_inline bool first_data(struct tcp_sock *tp)
+static __always_inline bool first_data(struct bpf_sock *sk)
 {
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
 	return tp && tp->bytes_sent == 0 && tp->write_seq == tp->snd_una;
 }
-
 
 /* The first bytes of a connection cannot begin an HTTP/1.x request: at
  * least a method and a space that are not one, or, when fewer came, a
@@ -519,7 +519,7 @@ int weft_inject(struct sk_msg_md *msg)
 		}
 	}
 
-	if (not_http(b->data, n) && first_data(bpf_skc_to_tcp_sock(sk))) {
+	if (not_http(b->data, n) && first_data(sk)) {
 		release_conn(sk, VERDICT_OTHER);
 		return SK_PASS;
 	}
