@@ -65,11 +65,28 @@ func Attach(ctx context.Context, pid int, jarPath, agentArgs string) error {
 // namespace). Errors match ErrNoProcess, ErrNotJVM and ErrTimeout with
 // errors.Is; an agent that does not start is an *AgentError.
 func AttachWithOptions(ctx context.Context, pid int, opts Options) error {
-	if err := attach(ctx, pid, opts); err != nil {
-		return fmt.Errorf("attach %d: %w", pid, err)
+	for attempt := 1; ; attempt++ {
+		err := attach(ctx, pid, opts)
+		var refused *loadRefused
+		if err == nil {
+			return nil
+		}
+		if !errors.As(err, &refused) || !refused.tooEarly() || attempt == earlyAttempts {
+			return fmt.Errorf("attach %d: %w", pid, err)
+		}
+		select {
+		case <-time.After(earlyRetryDelay):
+		case <-ctx.Done():
+			return fmt.Errorf("attach %d: %w", pid, ctx.Err())
+		}
 	}
-	return nil
 }
+
+// A load that a JVM still starting refuses is tried again, a few times.
+const (
+	earlyAttempts   = 5
+	earlyRetryDelay = 100 * time.Millisecond
+)
 
 func attach(ctx context.Context, pid int, opts Options) error {
 	if pid <= 0 {

@@ -54,6 +54,21 @@ func encodeRequest(cmd string, args ...string) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// loadRefused is a load request the JVM failed with an error status.
+type loadRefused struct {
+	status int
+	msg    string
+}
+
+func (e *loadRefused) Error() string {
+	return fmt.Sprintf("the JVM could not load the agent (status %d): %s", e.status, truncate(e.msg))
+}
+
+// tooEarly: a JVM caught in its first milliseconds (it handles SIGQUIT
+// before its system class loader exists) fails the load with a bare
+// NullPointerException, before any of the agent has run.
+func (e *loadRefused) tooEarly() bool { return e.msg == "java.lang.NullPointerException" }
+
 // AgentError is an agent the JVM loaded but could not start: its jar has no
 // Agent-Class, or agentmain is missing or threw.
 type AgentError struct {
@@ -107,7 +122,7 @@ func parseLoadReply(reply []byte) error {
 		if msg == "" {
 			msg = "no message"
 		}
-		return fmt.Errorf("the JVM could not load the agent (status %d): %s", status, truncate(msg))
+		return &loadRefused{status: status, msg: msg}
 	}
 	// The load itself went through; the first line is the return code of
 	// Agent_OnAttach: "return code: N" since JDK 9, a bare "N" before.

@@ -50,6 +50,7 @@ func TestParseLoadReply(t *testing.T) {
 		{name: "enomem", reply: "0\nreturn code: -4\n", code: -4},
 		{name: "library not loaded", reply: "-1\ninstrument was not loaded.\nsome dlerror\n", errPart: "status -1): instrument was not loaded."},
 		{name: "dynamic loading disabled", reply: "0\nDynamic agent loading is not enabled. Use -XX:+EnableDynamicAgentLoading to launch target VM.", errPart: "could not load the agent: Dynamic agent loading is not enabled"},
+		{name: "jvm still starting", reply: "-1\njava.lang.NullPointerException\n", errPart: "status -1): java.lang.NullPointerException"},
 		{name: "bad version", reply: "101\n", errPart: "protocol version"},
 		{name: "empty", reply: "", errPart: "without a reply"},
 		{name: "garbage", reply: "HTTP/1.1 400", errPart: "malformed"},
@@ -90,6 +91,22 @@ func TestAgentErrorText(t *testing.T) {
 	} {
 		if got := (&AgentError{Code: code}).Error(); !strings.Contains(got, part) {
 			t.Errorf("code %d: %q lacks %q", code, got, part)
+		}
+	}
+}
+
+// Only the bare NullPointerException of a JVM still starting is worth a
+// second load.
+func TestLoadRefusedTooEarly(t *testing.T) {
+	for reply, want := range map[string]bool{
+		"-1\njava.lang.NullPointerException\n": true,
+		"-1\ninstrument was not loaded.\n":     false,
+		"0\nreturn code: 102\n":                false,
+	} {
+		var refused *loadRefused
+		got := errors.As(parseLoadReply([]byte(reply)), &refused) && refused.tooEarly()
+		if got != want {
+			t.Errorf("%q: too early %v, want %v", reply, got, want)
 		}
 	}
 }
