@@ -63,6 +63,7 @@ type Stats struct {
 	Unmatched    atomic.Uint64 // responses with no request (capture began mid-exchange)
 	Overflow     atomic.Uint64 // requests dropped: too many pipelined
 	EvictedConns atomic.Uint64 // connections dropped by the MaxConns bound
+	NoKernelCtx  atomic.Uint64 // spans the kernel assigned no ids to: traces of their own
 
 	mu     sync.Mutex
 	byKind httpparse.ErrorCounts // parse errors by reason
@@ -81,6 +82,7 @@ func (s *Stats) Snapshot() map[string]uint64 {
 		"responses_unmatched":        s.Unmatched.Load(),
 		"requests_pipeline_overflow": s.Overflow.Load(),
 		"conns_evicted":              s.EvictedConns.Load(),
+		"spans_without_kernel_ids":   s.NoKernelCtx.Load(),
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -92,16 +94,21 @@ func (s *Stats) Snapshot() map[string]uint64 {
 	return out
 }
 
-type activeKey struct {
-	pid uint32
-	key uint32
-}
-
 // exchange is one request waiting for its response.
 type exchange struct {
-	span   spans.Span
-	key    activeKey
-	lastTS uint64
+	span    spans.Span
+	startTS uint64 // kernel (monotonic) time of Span.Start
+	lastTS  uint64
+}
+
+// endAt ends the span at kernel time ts: its duration is the difference of
+// the two kernel timestamps, whatever the wall clock offset did meanwhile.
+func (ex *exchange) endAt(ts uint64) {
+	if ts <= ex.startTS {
+		ex.span.End = ex.span.Start
+		return
+	}
+	ex.span.End = ex.span.Start.Add(time.Duration(ts - ex.startTS))
 }
 
 type conn struct {
@@ -168,13 +175,12 @@ const maxQuietSegments = 16
 // Correlator is not safe for concurrent use: one goroutine feeds it
 // events in ring buffer order. Only Stats may be read concurrently.
 type Correlator struct {
-	opts   Options
-	emit   func(*spans.Span)
-	conns  *simplelru.LRU[uint64, *conn]
-	active map[activeKey]*exchange
-	ids    *idSource
-	stats  Stats
-	log    *slog.Logger
+	opts  Options
+	emit  func(*spans.Span)
+	conns *simplelru.LRU[uint64, *conn]
+	ids   *idSource
+	stats Stats
+	log   *slog.Logger
 	// dropping is set while weft itself removes a connection, so that the
 	// LRU's eviction callback only acts on evictions by capacity.
 	dropping bool
@@ -184,11 +190,10 @@ type Correlator struct {
 func New(opts Options, emit func(*spans.Span)) *Correlator {
 	opts.defaults()
 	c := &Correlator{
-		opts:   opts,
-		emit:   emit,
-		active: map[activeKey]*exchange{},
-		ids:    newIDSource(),
-		log:    slog.With("component", "correlate"),
+		opts: opts,
+		emit: emit,
+		ids:  newIDSource(),
+		log:  slog.With("component", "correlate"),
 	}
 	c.conns, _ = simplelru.NewLRU[uint64, *conn](opts.MaxConns, func(_ uint64, cn *conn) {
 		if c.dropping {
@@ -325,8 +330,8 @@ func (c *Correlator) message(cn *conn, ev *event.Event, m *httpparse.Message) {
 func (c *Correlator) newExchange(cn *conn, ev *event.Event, m *httpparse.Message, kind spans.Kind) *exchange {
 	path, query := httpparse.SplitTarget(m.Target)
 	ex := &exchange{
-		key:    activeKey{pid: ev.PID, key: ev.Key},
-		lastTS: ev.Time,
+		startTS: m.StartTS,
+		lastTS:  ev.Time,
 		span: spans.Span{
 			SpanID:           c.ids.spanID(),
 			TraceFlags:       1,
@@ -358,17 +363,22 @@ func (c *Correlator) startServer(cn *conn, ev *event.Event, m *httpparse.Message
 	if k, ok := takeCtx(&cn.inCtx); ok {
 		ex.span.TraceID, ex.span.SpanID, ex.span.ParentID, ex.span.TraceFlags = k.trace, k.span, k.parent, k.flags
 		ex.span.ParentRemote = k.parent.IsValid()
-	} else if tid, sid, flags, ok := httpparse.ParseTraceParent(m.TraceParent); ok {
-		ex.span.TraceID, ex.span.ParentID, ex.span.TraceFlags = tid, sid, flags
-		ex.span.ParentRemote = true
 	} else {
-		ex.span.TraceID = c.ids.traceID()
+		c.noKernelCtx(ex)
 	}
 	if !c.enqueue(&cn.server, ex) {
 		return
 	}
 	cn.out.PushRequestMethod(m.Method)
-	c.active[ex.key] = ex
+}
+
+// noKernelCtx gives a span the kernel assigned no ids to (it did not see
+// its request start: a head cut before its method, a capture gap) a trace
+// of its own. The kernel alone decides parents: a guess here could name a
+// wrong one, which is worse than a split trace.
+func (c *Correlator) noKernelCtx(ex *exchange) {
+	ex.span.TraceID = c.ids.traceID()
+	c.stats.NoKernelCtx.Add(1)
 }
 
 // joinTrace applies a traceparent the kernel found after the start of a
@@ -393,12 +403,8 @@ func (c *Correlator) startClient(cn *conn, ev *event.Event, m *httpparse.Message
 	ex := c.newExchange(cn, ev, m, spans.KindClient)
 	if k, ok := takeCtx(&cn.outCtx); ok {
 		ex.span.TraceID, ex.span.SpanID, ex.span.ParentID, ex.span.TraceFlags = k.trace, k.span, k.parent, k.flags
-	} else if parent, ok := c.active[ex.key]; ok {
-		ex.span.TraceID = parent.span.TraceID
-		ex.span.ParentID = parent.span.SpanID
-		ex.span.TraceFlags = parent.span.TraceFlags
 	} else {
-		ex.span.TraceID = c.ids.traceID()
+		c.noKernelCtx(ex)
 	}
 	if !c.enqueue(&cn.client, ex) {
 		return
@@ -430,9 +436,9 @@ func (c *Correlator) finish(cn *conn, q *[]*exchange, m *httpparse.Message) {
 		// The response started but never completed (the connection
 		// closed mid-body, or its framing could not be followed).
 		ex.span.ErrorType = "response_incomplete"
-		ex.span.End = c.opts.Clock.Wall(max(m.HeadTS, m.StartTS, cn.lastTS))
+		ex.endAt(max(m.HeadTS, m.StartTS, cn.lastTS))
 	} else {
-		ex.span.End = c.opts.Clock.Wall(m.EndTS)
+		ex.endAt(m.EndTS)
 	}
 	c.done(ex)
 }
@@ -442,9 +448,6 @@ func (c *Correlator) done(ex *exchange) {
 		ex.span.End = ex.span.Start
 	}
 	if ex.span.Kind == spans.KindServer {
-		if c.active[ex.key] == ex {
-			delete(c.active, ex.key)
-		}
 		c.stats.ServerSpans.Add(1)
 	} else {
 		c.stats.ClientSpans.Add(1)
@@ -478,7 +481,7 @@ func (c *Correlator) abandon(cn *conn, ts uint64, why string) {
 	for _, q := range []*[]*exchange{&cn.server, &cn.client} {
 		for _, ex := range *q {
 			c.stats.Unanswered.Add(1)
-			ex.span.End = c.opts.Clock.Wall(ts)
+			ex.endAt(ts)
 			ex.span.ErrorType = why
 			c.done(ex)
 		}
@@ -491,11 +494,6 @@ func (c *Correlator) exit(pid uint32, ts uint64) {
 		if cn, ok := c.conns.Peek(id); ok && cn.pid == pid {
 			c.closeConn(cn, ts)
 			c.drop(id)
-		}
-	}
-	for k := range c.active {
-		if k.pid == pid {
-			delete(c.active, k)
 		}
 	}
 }
@@ -515,7 +513,7 @@ func (c *Correlator) Expire(now uint64) {
 				ex := (*q)[0]
 				*q = (*q)[1:]
 				c.stats.Timeouts.Add(1)
-				ex.span.End = c.opts.Clock.Wall(now)
+				ex.endAt(now)
 				ex.span.ErrorType = "timeout"
 				c.done(ex)
 			}
