@@ -1,4 +1,4 @@
-package symbolize
+package goexec
 
 import (
 	"debug/elf"
@@ -8,9 +8,10 @@ import (
 	"fmt"
 )
 
-// goTable reads the Go function table. Go keeps it in every binary, even
-// one linked with -s -w, so stripped Go programs still resolve.
-func goTable(f *elf.File, syms []elf.Symbol) (*gosym.Table, error) {
+// FuncTable reads the Go function table of f (syms: its ELF symbols, if
+// any). Go keeps it in every binary, even one linked with -s -w, so the
+// functions of stripped Go programs are found too. nil, nil: f has none.
+func FuncTable(f *elf.File, syms []elf.Symbol) (*gosym.Table, error) {
 	sect := f.Section(".gopclntab")
 	if sect == nil {
 		sect = f.Section(".data.rel.ro.gopclntab") // PIE builds

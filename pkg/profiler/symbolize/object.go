@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/weftdev/weft/pkg/goexec"
 )
 
 // segment is an ELF PT_LOAD program header: how file offsets map to
@@ -102,7 +104,7 @@ func parseBinary(r io.ReaderAt, name string) (b *object, err error) {
 	raw := elfSymbols(f)
 	b.syms = funcSymbols(raw)
 	// A Go table that fails to parse leaves the ELF symbols, if any.
-	b.gotab, _ = goTable(f, raw)
+	b.gotab, _ = goexec.FuncTable(f, raw)
 	return b, nil
 }
 

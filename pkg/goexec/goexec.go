@@ -1,0 +1,221 @@
+// Package goexec reads what weft's goroutine hooks need from a Go
+// executable: its Go version, and where the functions it probes start and
+// return, as file offsets for uprobes. Functions come from the ELF symbols
+// or, in binaries linked with -s -w, from the Go function table; no struct
+// layout is read, so no per-version offset table is needed.
+package goexec
+
+import (
+	"debug/buildinfo"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/arch/x86/x86asm"
+)
+
+// ErrNotGo: the file is not a Go executable.
+var ErrNotGo = errors.New("not a Go executable")
+
+// The functions weft probes.
+const (
+	// NewProc1 creates every goroutine: a child inherits its creator's
+	// request. Probed at entry (the creator) and at each return (the new g).
+	NewProc1 = "runtime.newproc1"
+	// RoundTrip runs on the caller's goroutine once a connection is chosen.
+	RoundTrip = "net/http.(*persistConn).roundTrip"
+	// WriteLoop is the goroutine that writes a client connection's requests.
+	WriteLoop = "net/http.(*persistConn).writeLoop"
+)
+
+// Func is a probed function: file offsets of its entry and of each RET.
+type Func struct {
+	Entry   uint64
+	Returns []uint64
+}
+
+// Binary is what weft knows of one Go executable.
+type Binary struct {
+	GoVersion string // "go1.26.8"
+	Arch      string // GOARCH
+	Funcs     map[string]Func
+	Stripped  bool // functions found through the Go table, not ELF symbols
+}
+
+// NetHTTPClient reports whether the binary has net/http's client
+// transport, whose writes leave from a goroutine of their own.
+func (b *Binary) NetHTTPClient() bool {
+	_, rt := b.Funcs[RoundTrip]
+	_, wl := b.Funcs[WriteLoop]
+	return rt || wl
+}
+
+// Unsupported says why weft cannot follow this binary's goroutines, or "".
+func (b *Binary) Unsupported() string {
+	if b.Arch != "amd64" {
+		return "GOARCH " + b.Arch + ": goroutine hooks are written for amd64"
+	}
+	if !atLeast(b.GoVersion, 1, 17) {
+		return b.GoVersion + ": goroutine hooks need Go 1.17+ (register ABI, g in R14)"
+	}
+	nf, ok := b.Funcs[NewProc1]
+	if !ok {
+		return NewProc1 + " not found"
+	}
+	if len(nf.Returns) == 0 {
+		return NewProc1 + ": no return instruction found"
+	}
+	_, rt := b.Funcs[RoundTrip]
+	_, wl := b.Funcs[WriteLoop]
+	if rt != wl {
+		return "net/http client found without both " + RoundTrip + " and " + WriteLoop
+	}
+	return ""
+}
+
+// Open reads a Go executable (through /proc/PID/exe, for instance).
+func Open(path string) (*Binary, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	return Read(f)
+}
+
+// Read reads a Go executable. debug/elf trusts its input: a corrupt file
+// gives an error, never a panic.
+func Read(r io.ReaderAt) (b *Binary, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			b, err = nil, fmt.Errorf("parse executable: %v", p)
+		}
+	}()
+	info, err := buildinfo.Read(r)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotGo, err)
+	}
+	f, err := elf.NewFile(r)
+	if err != nil {
+		return nil, fmt.Errorf("parse ELF: %w", err)
+	}
+	b = &Binary{GoVersion: info.GoVersion, Funcs: map[string]Func{}}
+	for _, s := range info.Settings {
+		if s.Key == "GOARCH" {
+			b.Arch = s.Value
+		}
+	}
+	if b.Arch == "" && f.Machine == elf.EM_X86_64 {
+		b.Arch = "amd64"
+	}
+	ranges, stripped, err := funcRanges(f, NewProc1, RoundTrip, WriteLoop)
+	if err != nil {
+		return nil, err
+	}
+	b.Stripped = stripped
+	for name, rg := range ranges {
+		entry, ok := fileOffset(f, rg[0])
+		if !ok {
+			return nil, fmt.Errorf("%s at %#x: not in a loaded segment", name, rg[0])
+		}
+		fn := Func{Entry: entry}
+		if name == NewProc1 {
+			code := make([]byte, rg[1]-rg[0])
+			if _, err := r.ReadAt(code, int64(entry)); err != nil {
+				return nil, fmt.Errorf("read %s: %w", name, err)
+			}
+			for _, off := range returns(code) {
+				fn.Returns = append(fn.Returns, entry+off)
+			}
+		}
+		b.Funcs[name] = fn
+	}
+	return b, nil
+}
+
+// funcRanges finds [start, end) of each named function: ELF symbols first,
+// else the Go function table.
+func funcRanges(f *elf.File, names ...string) (map[string][2]uint64, bool, error) {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	out := map[string][2]uint64{}
+	syms, _ := f.Symbols()
+	for _, s := range syms {
+		if want[s.Name] && elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Size > 0 {
+			out[s.Name] = [2]uint64{s.Value, s.Value + s.Size}
+		}
+	}
+	if len(out) == len(want) || len(syms) > 0 {
+		return out, false, nil
+	}
+	tab, err := FuncTable(f, syms)
+	if err != nil {
+		return nil, true, err
+	}
+	if tab == nil {
+		return nil, true, errors.New("no symbols and no Go function table")
+	}
+	for _, fn := range tab.Funcs {
+		if want[fn.Name] && fn.End > fn.Entry {
+			out[fn.Name] = [2]uint64{fn.Entry, fn.End}
+		}
+	}
+	return out, true, nil
+}
+
+// fileOffset maps a virtual address to its offset in the file.
+func fileOffset(f *elf.File, vaddr uint64) (uint64, bool) {
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && vaddr >= p.Vaddr && vaddr < p.Vaddr+p.Filesz {
+			return vaddr - p.Vaddr + p.Off, true
+		}
+	}
+	return 0, false
+}
+
+// returns lists the offsets of the RET instructions in amd64 code. Go
+// puts no data among instructions, so a linear decode walks them all; an
+// undecodable byte (padding past the end) stops it.
+func returns(code []byte) []uint64 {
+	var out []uint64
+	for off := 0; off < len(code); {
+		inst, err := x86asm.Decode(code[off:], 64)
+		if err != nil {
+			break
+		}
+		if inst.Op == x86asm.RET {
+			out = append(out, uint64(off))
+		}
+		off += inst.Len
+	}
+	return out
+}
+
+// atLeast compares a "go1.M[.P]" version with 1.minor.
+func atLeast(v string, major, minor int) bool {
+	v = strings.TrimPrefix(v, "go")
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	ma, err1 := strconv.Atoi(parts[0])
+	mi, err2 := strconv.Atoi(leadingDigits(parts[1])) // "27rc1"
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
+}
+
+func leadingDigits(s string) string {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return s[:i]
+}
