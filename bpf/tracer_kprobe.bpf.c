@@ -62,12 +62,14 @@ static __always_inline bool read_iter(struct msghdr *msg, struct user_buf *ub)
 	return true;
 }
 
-static __always_inline int enter(void *map, struct sock *sk, struct msghdr *msg)
+static __always_inline int enter(void *map, struct sock *sk, struct msghdr *msg, bool send)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	if (!pid_traced(pid_tgid >> 32))
 		return 0;
 	refresh_slot((__u32)pid_tgid);
+	if (send)
+		go_note_sender(pid_tgid, mode_of(pid_tgid >> 32) == WEFT_MODE_GO);
 	struct inflight f = {};
 	if (!read_iter(msg, &f.buf))
 		return 0;
@@ -111,7 +113,7 @@ int BPF_KPROBE(weft_tcp_sendmsg, struct sock *sk, struct msghdr *msg, size_t siz
 	struct inflight *outer = bpf_map_lookup_elem(&inflight_bpf_send, &pid_tgid);
 	if (outer && outer->sk == (__u64)sk)
 		return 0;
-	return enter(&inflight_send, sk, msg);
+	return enter(&inflight_send, sk, msg, true);
 }
 
 SEC("kretprobe/tcp_sendmsg")
@@ -125,7 +127,7 @@ int BPF_KRETPROBE(weft_tcp_sendmsg_ret, int ret)
 SEC("kprobe/tcp_bpf_sendmsg")
 int BPF_KPROBE(weft_tcp_bpf_sendmsg, struct sock *sk, struct msghdr *msg, size_t size)
 {
-	return enter(&inflight_bpf_send, sk, msg);
+	return enter(&inflight_bpf_send, sk, msg, true);
 }
 
 SEC("kretprobe/tcp_bpf_sendmsg")
@@ -139,7 +141,7 @@ int BPF_KPROBE(weft_tcp_recvmsg, struct sock *sk, struct msghdr *msg, size_t len
 {
 	if (flags & MSG_PEEK)
 		return 0;
-	return enter(&inflight_recv, sk, msg);
+	return enter(&inflight_recv, sk, msg, false);
 }
 
 SEC("kretprobe/tcp_recvmsg")

@@ -31,6 +31,8 @@ static __always_inline int enter(__u8 kind, __u64 ptr, __u32 iovcnt)
 	if (!pid_traced(pid_tgid >> 32))
 		return 0;
 	refresh_slot((__u32)pid_tgid);
+	if (kind == CALL_SEND)
+		go_note_sender(pid_tgid, mode_of(pid_tgid >> 32) == WEFT_MODE_GO);
 	struct inflight f = {};
 	f.buf.ptr = ptr;
 	f.buf.iovcnt = iovcnt;

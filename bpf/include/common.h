@@ -30,6 +30,7 @@ const enum weft_event_kind *unused_event_kind __attribute__((unused));
 const enum weft_direction *unused_direction __attribute__((unused));
 const enum weft_stat *unused_stat __attribute__((unused));
 const enum weft_ctx_kind *unused_ctx_kind __attribute__((unused));
+const enum weft_proc_mode *unused_proc_mode __attribute__((unused));
 
 /* Set by user space before load. */
 volatile const __u32 capture_max = 256;
@@ -65,13 +66,6 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 8 << 20);
 } events SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, WEFT_STAT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} stats SEC(".maps");
 
 /* Sockets weft has reported data for, so that their close is reported. */
 struct {
@@ -114,13 +108,6 @@ static __always_inline __u64 wakeup_flags(void)
 	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= WAKEUP_BYTES)
 		return BPF_RB_FORCE_WAKEUP;
 	return BPF_RB_NO_WAKEUP;
-}
-
-static __always_inline void count(__u32 stat)
-{
-	__u64 *v = bpf_map_lookup_elem(&stats, &stat);
-	if (v)
-		*v += 1;
 }
 
 static __always_inline bool pid_traced(__u32 tgid)
@@ -195,6 +182,13 @@ static __always_inline void handle_agent_ioctl(__u32 fd, __u32 cmd, __u64 arg)
 		return;
 	}
 	count(WEFT_STAT_AGENT_PACKETS);
+	/* A process that speaks the protocol says itself what its threads
+	 * work for: its mounted ids rule, whatever its runtime. */
+	__u32 tgid = pid_tgid >> 32;
+	if (mode_of(tgid) != WEFT_MODE_AGENT) {
+		__u8 agent = WEFT_MODE_AGENT;
+		bpf_map_update_elem(&proc_mode, &tgid, &agent, BPF_ANY);
+	}
 }
 
 static __always_inline void fill_addrs(struct event_header *h, struct sock *sk)
@@ -350,6 +344,13 @@ int BPF_PROG(weft_fork, struct task_struct *parent, struct task_struct *child)
 	if (v && *v == PID_TRACED) {
 		__u32 traced = PID_TRACED;
 		bpf_map_update_elem(&pid_filter, &ctgid, &traced, BPF_ANY);
+		/* The same program, but a Go child has none of the parent's
+		 * per-process uprobes: it is followed only by thread. */
+		__u8 mode = mode_of(ptgid);
+		if (mode == WEFT_MODE_GO)
+			mode = WEFT_MODE_REFUSE;
+		if (mode != WEFT_MODE_UNKNOWN)
+			bpf_map_update_elem(&proc_mode, &ctgid, &mode, BPF_ANY);
 	}
 	return 0;
 }
@@ -366,6 +367,7 @@ int weft_exec(void *ctx)
 	if (!notify_exec && !pid_traced(tgid))
 		return 0;
 	bpf_map_delete_elem(&eagain_retry, &tgid); /* another program now */
+	bpf_map_delete_elem(&proc_mode, &tgid);
 	emit_small(WEFT_EV_EXEC, 0, tgid, (__u32)pid_tgid);
 	return 0;
 }
@@ -385,6 +387,7 @@ int weft_exit(void *ctx)
 		return 0;
 	bpf_map_delete_elem(&pid_filter, &tgid);
 	bpf_map_delete_elem(&eagain_retry, &tgid);
+	bpf_map_delete_elem(&proc_mode, &tgid);
 	emit_small(WEFT_EV_EXIT, 0, tgid, tgid);
 	return 0;
 }
@@ -400,11 +403,15 @@ int weft_sock_state(struct trace_event_raw_inet_sock_set_state *ctx)
 	if (!bpf_map_lookup_elem(&tracked_socks, &id))
 		return 0;
 	bpf_map_delete_elem(&tracked_socks, &id);
+	serving_closed(id);
 	emit_small(WEFT_EV_CLOSE, id, 0, 0);
 	return 0;
 }
 
 /* The on-CPU stack sampler: in both objects, on the maps above. */
 #include "profile.h"
+
+/* The Go runtime's uprobes, attached per process by user space. */
+#include "gohooks.h"
 
 #endif

@@ -34,6 +34,34 @@ struct {
 	__type(value, __u64);
 } samples_begun SEC(".maps");
 
+/* The span a sample of a thread of tgid (key) falls in: found as a client
+ * span finds its parent, so that samples, spans and traceparents agree;
+ * in a Go program by the goroutine the thread was running. A key serving
+ * two requests at once names neither. */
+static __always_inline struct span_ctx *sample_span(struct bpf_perf_event_data *ctx, __u32 tgid, __u32 key)
+{
+	__u8 mode = mode_of(tgid);
+	if (mode == WEFT_MODE_GO) {
+		/* Interrupted in user mode: its R14; in the kernel: that of
+		 * the system call the goroutine made. */
+		__u64 cs = *(__u64 *)&ctx->regs.cs; /* the context is read in words */
+		__u64 g = ctx->regs.r14;
+		/* kept a load of its own: clang would merge it with user_g's
+		 * into a load through a chosen pointer, which the verifier
+		 * refuses for the context */
+		asm volatile("" : "+r"(g));
+		if (!(cs & 3))
+			g = user_g();
+		bool stale = false;
+		struct go_ctx *c = go_lookup(tgid, g, &stale);
+		return c ? &c->ctx : 0;
+	}
+	if (!by_thread(mode))
+		return 0;
+	struct span_ctx *a = lookup_active(tgid, key);
+	return a && !a->ambiguous ? a : 0;
+}
+
 SEC("perf_event")
 int weft_sample(struct bpf_perf_event_data *ctx)
 {
@@ -69,7 +97,7 @@ int weft_sample(struct bpf_perf_event_data *ctx)
 	s->cpu = bpf_get_smp_processor_id();
 	s->key = key;
 	bpf_get_current_comm(s->comm, sizeof(s->comm));
-	struct span_ctx *a = lookup_active(tgid, key);
+	struct span_ctx *a = sample_span(ctx, tgid, key);
 	if (a) {
 		__builtin_memcpy(s->trace_id, a->trace_id, 16);
 		__builtin_memcpy(s->span_id, a->span_id, 8);

@@ -563,7 +563,7 @@ int weft_inject(struct sk_msg_md *msg)
 		if (!eol) {
 			if (k == 0 && n == size) {
 				/* The request line continues in a later send. */
-				new_client_ctx(pid_tgid >> 32, correlation_key((__u32)pid_tgid), &cs->ctx, cs->parent_id);
+				new_client_ctx(pid_tgid, correlation_key((__u32)pid_tgid), &cs->ctx, cs->parent_id);
 				bpf_map_update_elem(&split_requests, &ck, cs, BPF_ANY);
 				bpf_map_update_elem(&sent_ctx, &pid_tgid, cs, BPF_ANY);
 			}
@@ -585,7 +585,7 @@ int weft_inject(struct sk_msg_md *msg)
 	if (count == 0)
 		return SK_PASS;
 
-	new_client_ctx(pid_tgid >> 32, correlation_key((__u32)pid_tgid), &cs->ctx, cs->parent_id);
+	new_client_ctx(pid_tgid, correlation_key((__u32)pid_tgid), &cs->ctx, cs->parent_id);
 #pragma clang loop unroll(disable)
 	for (int k = 1; k < MAX_PIPELINED; k++) {
 		if (k >= count)

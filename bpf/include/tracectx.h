@@ -7,7 +7,9 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include "weft.h"
+#include "stats.h"
 #include "mount.h"
+#include "goroutine.h"
 
 /* A client span chosen by sk_msg, waiting for its send's data event. */
 struct client_span {
@@ -26,15 +28,50 @@ struct {
 	__type(value, struct span_ctx);
 } active_ctx SEC(".maps");
 
-/* A connection's request being served: the key that read it, and its
- * span. The response may leave from another thread than the one that
- * read the request (Go moves goroutines between threads), and the
- * reader's key must not go on serving a finished request: its later
- * samples, client calls and traces_ctx_v1 entry would claim it. */
+/* A connection's requests being served: the key (or goroutine) that read
+ * them, and the span of the last. The response may leave from another
+ * thread than the one that read the request, and the reader must not go
+ * on serving a finished request: its later samples, client calls and
+ * traces_ctx_v1 entry would claim it. */
 struct serving {
-	__u64 key; /* ctx_key of the reader */
+	__u64 key;      /* ctx_key of the reader */
+	__u64 g;        /* the reading goroutine (WEFT_MODE_GO), else 0 */
 	__u8 span_id[8];
+	__u32 pending;  /* requests read and not answered yet */
+	__u32 _pad;
 };
+
+/* tgid -> enum weft_proc_mode, kept by user space; copied to children at
+ * fork, dropped at exec (the new program is classified again). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u8);
+} proc_mode SEC(".maps");
+
+static __always_inline __u8 mode_of(__u32 tgid)
+{
+	__u8 *m = bpf_map_lookup_elem(&proc_mode, &tgid);
+	return m ? *m : WEFT_MODE_UNKNOWN;
+}
+
+/* Keyed by thread, or by the ids an agent mounts on threads. */
+static __always_inline bool by_thread(__u8 mode)
+{
+	return mode == WEFT_MODE_THREAD || mode == WEFT_MODE_AGENT;
+}
+
+/* ctx_key -> requests that key read and that are not answered yet. A key
+ * that reads a request while another is live serves two at once (an
+ * event loop): its client calls cannot be told apart, so they get no
+ * parent until it serves none. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, __u32);
+} key_load SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -133,7 +170,7 @@ static __always_inline void traces_ctx_set(__u64 pid_tgid, const __u8 *trace_id,
 static __always_inline void traces_ctx_sync(__u64 pid_tgid, __u32 key)
 {
 	struct span_ctx *a = lookup_active(pid_tgid >> 32, key);
-	if (a)
+	if (a && !a->ambiguous)
 		traces_ctx_set(pid_tgid, a->trace_id, a->span_id);
 	else
 		bpf_map_delete_elem(&traces_ctx_v1, &pid_tgid);
@@ -293,24 +330,93 @@ static __always_inline enum tp_result parse_traceparent(const __u8 *data, __u32 
 	return TP_FOUND;
 }
 
-/* socket -> (tgid << 32 | key) of a server span whose request head was cut
- * before its end with no traceparent yet: the next segments may carry it
- * (injection by sk_msg can split the head where it inserts). */
+/* A server span whose request head was cut before its end with no
+ * traceparent yet: the next segments may carry it (injection by sk_msg
+ * can split the head where it inserts). */
+struct pending_head {
+	__u64 key; /* ctx_key of the reader */
+	__u64 g;   /* the reading goroutine, or 0 */
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
-	__type(key, __u64);
-	__type(value, __u64);
+	__type(key, __u64); /* socket */
+	__type(value, struct pending_head);
 } pending_head SEC(".maps");
 
+/* One more request read by key k: counted, and marked ambiguous when k
+ * already serves another. */
+static __always_inline bool key_takes_request(__u64 k)
+{
+	__u32 one = 1;
+	if (bpf_map_update_elem(&key_load, &k, &one, BPF_NOEXIST) == 0)
+		return false;
+	__u32 *load = bpf_map_lookup_elem(&key_load, &k);
+	if (!load) /* evicted meanwhile: counted anew */
+		return bpf_map_update_elem(&key_load, &k, &one, BPF_ANY), false;
+	bool busy = *load > 0;
+	__sync_fetch_and_add(load, 1);
+	return busy;
+}
+
+/* n requests that k read were answered (or abandoned): when it serves no
+ * other, it serves nothing. */
+static __always_inline void key_ends_requests(__u64 k, __u32 n)
+{
+	__u32 *load = bpf_map_lookup_elem(&key_load, &k);
+	if (load && *load > n) {
+		__sync_fetch_and_add(load, -n);
+		return;
+	}
+	bpf_map_delete_elem(&key_load, &k);
+	bpf_map_delete_elem(&active_ctx, &k);
+	/* A thread key is its pid_tgid; a logical id's threads are kept in
+	 * step by unmount. */
+	if (!((__u32)k & WEFT_LOGICAL_BIT))
+		bpf_map_delete_elem(&traces_ctx_v1, &k);
+}
+
+/* n of the connection's pending requests end. */
+static __always_inline void serving_ends(struct serving *sv, __u32 n)
+{
+	if (n > sv->pending)
+		n = sv->pending;
+	if (!n)
+		return;
+	sv->pending -= n;
+	if (sv->g)
+		go_end(sv->key >> 32, sv->g, sv->span_id);
+	else
+		key_ends_requests(sv->key, n);
+}
+
+/* The connection sock_id gets a new request read by k (or goroutine g). */
+static __always_inline void serving_begins(__u64 sock_id, __u64 k, __u64 g, const __u8 *span_id)
+{
+	struct serving *sv = bpf_map_lookup_elem(&serving_sock, &sock_id);
+	if (sv && sv->pending && sv->key == k && sv->g == g) {
+		sv->pending++; /* pipelined behind an unanswered one */
+		__builtin_memcpy(sv->span_id, span_id, 8);
+		return;
+	}
+	if (sv) /* another reader's requests: they are over as far as it goes */
+		serving_ends(sv, sv->pending);
+	struct serving nsv = {.key = k, .g = g, .pending = 1};
+	__builtin_memcpy(nsv.span_id, span_id, 8);
+	bpf_map_update_elem(&serving_sock, &sock_id, &nsv, BPF_ANY);
+}
+
 /* A traced process received the start of a request: its server span
- * continues an incoming traceparent or starts a trace, and becomes the
- * active span of the receiving thread's key. */
+ * continues an incoming traceparent or starts a trace, and becomes what
+ * the reader works for: its goroutine in a Go program, else its key. */
 static __always_inline void server_request(struct event_header *h, const __u8 *data, __u32 n)
 {
 	struct span_ctx in = {};
 	struct span_ctx active = {};
 	__u64 k = ctx_key(h->pid, h->key);
+	bool go = mode_of(h->pid) == WEFT_MODE_GO;
+	__u64 g = go ? user_g() : 0;
 	enum tp_result r = parse_traceparent(data, n, false, &in);
 	if (r == TP_FOUND) {
 		__builtin_memcpy(h->trace_id, in.trace_id, 16);
@@ -323,20 +429,27 @@ static __always_inline void server_request(struct event_header *h, const __u8 *d
 	}
 	/* Only a head cut by the segment, not by the capture limit, goes on
 	 * in the next segments weft sees. */
-	if (r == TP_NOT_YET && n == h->bytes)
-		bpf_map_update_elem(&pending_head, &h->sock_id, &k, BPF_ANY);
-	else
+	if (r == TP_NOT_YET && n == h->bytes) {
+		struct pending_head ph = {.key = k, .g = g};
+		bpf_map_update_elem(&pending_head, &h->sock_id, &ph, BPF_ANY);
+	} else {
 		bpf_map_delete_elem(&pending_head, &h->sock_id);
+	}
 	h->ctx_kind = WEFT_CTX_SERVER;
 	__builtin_memcpy(active.trace_id, h->trace_id, 16);
 	__builtin_memcpy(active.span_id, h->span_id, 8);
 	active.trace_flags = h->trace_flags;
 	active.start_ns = h->ts_ns;
-	bpf_map_update_elem(&active_ctx, &k, &active, BPF_ANY);
-	traces_ctx_set(ctx_key(h->pid, h->tid), h->trace_id, h->span_id);
-	struct serving sv = {.key = k};
-	__builtin_memcpy(sv.span_id, h->span_id, 8);
-	bpf_map_update_elem(&serving_sock, &h->sock_id, &sv, BPF_ANY);
+	if (go) {
+		if (g)
+			go_serve(h->pid, g, &active);
+	} else {
+		active.ambiguous = key_takes_request(k);
+		bpf_map_update_elem(&active_ctx, &k, &active, BPF_ANY);
+	}
+	if (!active.ambiguous)
+		traces_ctx_set(ctx_key(h->pid, h->tid), h->trace_id, h->span_id);
+	serving_begins(h->sock_id, k, g, h->span_id);
 }
 
 /* More of a request head the server span was decided without: when it
@@ -344,10 +457,10 @@ static __always_inline void server_request(struct event_header *h, const __u8 *d
  * (WEFT_CTX_SERVER_CONT, same span id). */
 static __always_inline void server_head_more(struct event_header *h, const __u8 *data, __u32 n)
 {
-	__u64 *k = bpf_map_lookup_elem(&pending_head, &h->sock_id);
-	if (!k)
+	struct pending_head *p = bpf_map_lookup_elem(&pending_head, &h->sock_id);
+	if (!p)
 		return;
-	__u64 key = *k;
+	struct pending_head ph = *p;
 	struct span_ctx in = {};
 	enum tp_result r = parse_traceparent(data, n, true, &in);
 	if (r == TP_NOT_YET && n == h->bytes)
@@ -355,7 +468,14 @@ static __always_inline void server_head_more(struct event_header *h, const __u8 
 	bpf_map_delete_elem(&pending_head, &h->sock_id);
 	if (r != TP_FOUND)
 		return;
-	struct span_ctx *active = bpf_map_lookup_elem(&active_ctx, &key);
+	struct span_ctx *active;
+	if (ph.g) {
+		struct go_key gk = {.tgid = h->pid, .ptr = ph.g};
+		struct go_ctx *c = bpf_map_lookup_elem(&go_active, &gk);
+		active = c ? &c->ctx : 0;
+	} else {
+		active = bpf_map_lookup_elem(&active_ctx, &ph.key);
+	}
 	if (!active)
 		return;
 	__builtin_memcpy(active->trace_id, in.trace_id, 16);
@@ -366,15 +486,38 @@ static __always_inline void server_head_more(struct event_header *h, const __u8 
 	__builtin_memcpy(h->span_id, active->span_id, 8);
 	h->trace_flags = in.trace_flags;
 	/* The span joined another trace: so does the thread reading its head. */
-	if ((__u32)key == h->key)
+	if ((__u32)ph.key == h->key && !active->ambiguous)
 		traces_ctx_set(ctx_key(h->pid, h->tid), h->trace_id, h->span_id);
 }
 
-/* The client span of a request the current thread sends: a child of its
- * key's active server span, or a new trace. */
-static __always_inline void new_client_ctx(__u32 tgid, __u32 key, struct span_ctx *out, __u8 *parent)
+/* The server span a client request sent now by thread pid_tgid (key)
+ * is the child of, or 0 for a new trace. When weft cannot know, it is a
+ * new trace and a counter says why: a wrong parent is worse than none. */
+static __always_inline struct span_ctx *client_parent(__u64 pid_tgid, __u32 key)
 {
+	__u32 tgid = pid_tgid >> 32;
+	__u8 mode = mode_of(tgid);
+	if (mode == WEFT_MODE_GO) {
+		__u64 *g = bpf_map_lookup_elem(&go_sender, &pid_tgid);
+		return go_parent(tgid, g ? *g : 0);
+	}
+	if (!by_thread(mode)) {
+		count(WEFT_STAT_PARENT_UNKNOWN);
+		return 0;
+	}
 	struct span_ctx *srv = lookup_active(tgid, key);
+	if (srv && srv->ambiguous) {
+		count(WEFT_STAT_PARENT_AMBIGUOUS);
+		return 0;
+	}
+	return srv;
+}
+
+/* The client span of a request the current thread sends: a child of what
+ * it works for, or a new trace. */
+static __always_inline void new_client_ctx(__u64 pid_tgid, __u32 key, struct span_ctx *out, __u8 *parent)
+{
+	struct span_ctx *srv = client_parent(pid_tgid, key);
 	if (srv) {
 		__builtin_memcpy(out->trace_id, srv->trace_id, 16);
 		__builtin_memcpy(parent, srv->span_id, 8);
@@ -413,46 +556,95 @@ static __always_inline void client_request(struct event_header *h, const __u8 *d
 		return;
 	}
 	struct span_ctx c = {};
-	new_client_ctx(h->pid, h->key, &c, h->parent_id);
+	new_client_ctx(pid_tgid, h->key, &c, h->parent_id);
 	__builtin_memcpy(h->trace_id, c.trace_id, 16);
 	__builtin_memcpy(h->span_id, c.span_id, 8);
 	h->trace_flags = c.trace_flags;
 }
 
-/* The response leaves: the key serves no request any more, and neither
- * does the key that read the request, if another, while it still holds
- * that request (it may have read a newer one meanwhile). */
-static __always_inline void server_response(struct event_header *h)
+/* The response leaves: the request its connection's reader served is
+ * over (an interim 1xx response ends nothing). */
+static __always_inline void server_response(struct event_header *h, const __u8 *data, __u32 n)
 {
-	__u64 k = ctx_key(h->pid, h->key);
-	bpf_map_delete_elem(&active_ctx, &k);
-	struct serving *sv = bpf_map_lookup_elem(&serving_sock, &h->sock_id);
-	if (sv && sv->key != k) {
-		__u64 rk = sv->key;
-		struct span_ctx *a = bpf_map_lookup_elem(&active_ctx, &rk);
-		if (a && *(__u64 *)a->span_id == *(__u64 *)sv->span_id) {
-			bpf_map_delete_elem(&active_ctx, &rk);
-			/* A thread key is its pid_tgid; a logical id's threads
-			 * are kept in step by unmount. */
-			if (!((__u32)rk & WEFT_LOGICAL_BIT))
-				bpf_map_delete_elem(&traces_ctx_v1, &rk);
-		}
-	}
-	k = ctx_key(h->pid, h->tid);
+	__u64 k = ctx_key(h->pid, h->tid);
 	bpf_map_delete_elem(&traces_ctx_v1, &k);
+	if (n > 9 && data[9] == '1')
+		return;
+	struct serving *sv = bpf_map_lookup_elem(&serving_sock, &h->sock_id);
+	if (sv)
+		serving_ends(sv, 1);
+}
+
+/* The connection closed: the requests still pending on it are over. */
+static __always_inline void serving_closed(__u64 sock_id)
+{
+	struct serving *sv = bpf_map_lookup_elem(&serving_sock, &sock_id);
+	if (!sv)
+		return;
+	serving_ends(sv, sv->pending);
+	bpf_map_delete_elem(&serving_sock, &sock_id);
+}
+
+/* The first bytes of a request read apart from the rest: Go's net/http
+ * server, for one, has a goroutine wait on a kept-alive connection with a
+ * one-byte read while the handler runs, and the next request's first
+ * byte can land there. */
+struct start_prefix {
+	__u8 len;
+	__u8 b[7];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64); /* socket */
+	__type(value, struct start_prefix);
+} start_prefixes SEC(".maps");
+
+/* Fewer than eight bytes, all capitals: what a method begins with. */
+static __always_inline bool method_prefix(const __u8 *d, __u32 n)
+{
+	if (n == 0 || n > 7)
+		return false;
+	for (__u32 i = 0; i < 7; i++)
+		if (i < n && (d[i] < 'A' || d[i] > 'Z'))
+			return false;
+	return true;
+}
+
+/* The stashed prefix and these bytes begin a request. */
+static __always_inline bool prefixed_request_start(__u64 sock_id, const __u8 *d, __u32 n)
+{
+	struct start_prefix *p = bpf_map_lookup_elem(&start_prefixes, &sock_id);
+	if (!p)
+		return false;
+	__u8 w[8];
+	__u32 len = p->len & 7;
+	for (__u32 i = 0; i < 8; i++)
+		w[i] = i < len ? p->b[i & 7] : d[(i - len) & 7];
+	bool start = n + len >= 8 && is_request_start(w, 8);
+	bpf_map_delete_elem(&start_prefixes, &sock_id);
+	return start;
 }
 
 static __always_inline void assign_trace_context(struct event_header *h, const __u8 *data, __u32 n, __u64 pid_tgid)
 {
 	if (h->dir == WEFT_DIR_INGRESS) {
-		if (is_request_start(data, n))
+		if (is_request_start(data, n)) {
 			server_request(h, data, n);
-		else
+		} else if (n == h->bytes && method_prefix(data, n)) {
+			struct start_prefix p = {.len = n};
+			__builtin_memcpy(p.b, data, 7);
+			bpf_map_update_elem(&start_prefixes, &h->sock_id, &p, BPF_ANY);
+		} else if (prefixed_request_start(h->sock_id, data, n)) {
+			server_request(h, data, n);
+		} else {
 			server_head_more(h, data, n);
+		}
 	} else if (is_request_start(data, n)) {
 		client_request(h, data, n, pid_tgid);
 	} else if (is_response_start(data, n)) {
-		server_response(h);
+		server_response(h, data, n);
 	}
 }
 

@@ -45,7 +45,10 @@ enum weft_stat {
 	WEFT_STAT_CONNS_RELEASED = 10, /* taken out again: their first bytes were not HTTP/1.x */
 	WEFT_STAT_CONNS_UNTRACED = 11, /* taken out again: an untraced process sent on them */
 	WEFT_STAT_CONNS_BLOCKING = 12, /* not put in it: blocking mode when connecting */
-	WEFT_STAT_MAX = 13,
+	WEFT_STAT_PARENT_AMBIGUOUS = 13, /* client span made a root: its key held two live requests */
+	WEFT_STAT_PARENT_UNKNOWN = 14,   /* client span made a root: the process's runtime is not followed */
+	WEFT_STAT_PARENT_STALE = 15,     /* client span made a root: its goroutine's request had ended */
+	WEFT_STAT_MAX = 16,
 };
 
 struct event_header {
@@ -85,8 +88,20 @@ struct span_ctx {
 	__u8 trace_id[16];
 	__u8 span_id[8];
 	__u8 trace_flags;
-	__u8 _pad[7];
+	__u8 ambiguous; /* the key read another request before this one was answered */
+	__u8 _pad[6];
 	__u64 start_ns; /* when the server span started (0 for client spans) */
+};
+
+/* How the kernel side tells which request a process's threads work for
+ * (proc_mode map; user space decides it per process). */
+enum weft_proc_mode {
+	WEFT_MODE_UNKNOWN = 0, /* not classified yet: client spans start their own trace */
+	WEFT_MODE_THREAD = 1,  /* by thread (or a JVM agent's mounted id) */
+	WEFT_MODE_GO = 2,      /* by goroutine: Go runtime hooks are attached */
+	WEFT_MODE_REFUSE = 3,  /* a runtime weft cannot follow: client spans start their own trace */
+	WEFT_MODE_AGENT = 4,   /* by thread, with the ids an agent mounts (mount protocol): set by
+	                        * the kernel side at the process's first packet, kept by user space */
 };
 
 /* Frames bpf_get_stack records per stack (user or kernel). */

@@ -2,19 +2,70 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 
+	"github.com/weftdev/weft/pkg/jvmattach"
 	"github.com/weftdev/weft/pkg/kernel"
 	"github.com/weftdev/weft/pkg/tracer"
 )
 
 func doctorCmd(args []string) error {
-	if len(args) > 0 {
-		return fmt.Errorf("doctor takes no arguments")
+	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	pids := fs.String("pid", "", "also say how these processes' requests are followed (comma-separated pids)")
+	if err := fs.Parse(args); err != nil {
+		return err
 	}
-	return doctor(os.Stdout, os.Geteuid() == 0)
+	if fs.NArg() > 0 {
+		return fmt.Errorf("doctor takes no arguments, only --pid")
+	}
+	err := doctor(os.Stdout, os.Geteuid() == 0)
+	if *pids != "" {
+		err = errors.Join(err, doctorPIDs(os.Stdout, *pids))
+	}
+	return err
+}
+
+// doctorPIDs says, per process, how weft would tell which request its
+// client calls work for: what `weft run` decides when it starts tracing it.
+func doctorPIDs(w io.Writer, list string) error {
+	var errs []error
+	for _, f := range strings.Split(list, ",") {
+		pid, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || pid <= 0 {
+			errs = append(errs, fmt.Errorf("--pid: %q is not a process id", f))
+			continue
+		}
+		exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+		if err != nil {
+			errs = append(errs, fmt.Errorf("process %d: %w", pid, err))
+			continue
+		}
+		c, _ := tracer.Classify(pid)
+		fmt.Fprintf(w, "process %d (%s): correlation %s — %s%s\n", pid, exe, c.Mode, c.Reason, runtimeNote(pid, exe, c.Mode))
+	}
+	return errors.Join(errs...)
+}
+
+// runtimeNote says what correlation by thread means for runtimes that
+// serve many requests on one thread.
+func runtimeNote(pid int, exe string, m tracer.Mode) string {
+	if m != tracer.ModeThread {
+		return ""
+	}
+	base := filepath.Base(exe)
+	switch {
+	case base == "node" || base == "nodejs" || base == "nginx" || strings.HasPrefix(base, "python"):
+		return "; an event loop: while one thread serves two requests at once, its calls get no parent (fail-closed)"
+	case isHotSpot(pid):
+		return "; a JVM: coroutines, executors and virtual threads keep their parents with the Java agent (--java-agent=attach)"
+	}
+	return ""
 }
 
 // doctor prints what the kernel offers and which path weft would take,
@@ -93,4 +144,9 @@ func doctor(w io.Writer, root bool) error {
 	}
 	fmt.Fprintln(w, "weft can run here.")
 	return nil
+}
+
+func isHotSpot(pid int) bool {
+	ok, _ := jvmattach.IsHotSpot(pid)
+	return ok
 }

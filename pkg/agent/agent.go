@@ -43,6 +43,7 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 		TraceAll:     cfg.Select.All(),
 		NotifyExec:   sel.NeedsExecEvents(),
 		Propagation:  cfg.Propagation == "headers",
+		RuntimeHooks: cfg.RuntimeHooks == "on",
 		PinTracesCtx: cfg.Profile.Pin,
 	})
 	if err != nil {

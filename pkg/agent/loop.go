@@ -77,6 +77,7 @@ func (l *loop) handle(ev *event.Event) {
 	case event.KindData:
 		if !l.seen[ev.PID] {
 			l.seen[ev.PID] = true
+			l.tr.EnsureClassified(ev.PID)
 			l.resolver.Resolve(ev.PID)
 			if l.onNewPID != nil {
 				l.onNewPID(ev.PID)
@@ -88,10 +89,12 @@ func (l *loop) handle(ev *event.Event) {
 			l.onGone(ev.PID)
 		}
 		l.resolver.Invalidate(ev.PID)
+		l.tr.ProcessExeced(ev.PID)
 		l.sel.OnExec(int(ev.PID))
 		return
 	case event.KindExit:
 		delete(l.seen, ev.PID)
+		l.tr.ProcessGone(ev.PID)
 		if l.onGone != nil {
 			l.onGone(ev.PID)
 		}
@@ -115,6 +118,9 @@ func (l *loop) snapshot() map[string]uint64 {
 		out["propagation_conns_released"] = s.ConnsReleased
 		out["propagation_conns_released_untraced"] = s.ConnsUntraced
 		out["propagation_conns_skipped_blocking"] = s.ConnsBlocking
+		out["parent_refused_ambiguous"] = s.ParentAmbiguous
+		out["parent_refused_unknown_runtime"] = s.ParentUnknown
+		out["parent_refused_ended"] = s.ParentStale
 	}
 	return out
 }

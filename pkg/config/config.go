@@ -22,6 +22,11 @@ type Config struct {
 	// requests traced processes send) or "off".
 	Propagation string `yaml:"propagation"`
 
+	// RuntimeHooks is "on" (uprobes on the Go runtime and net/http, so that
+	// a Go program's calls get the parent of their goroutine's request) or
+	// "off" (Go programs are followed fail-closed: calls start traces).
+	RuntimeHooks string `yaml:"runtime_hooks"`
+
 	// JavaAgent is "attach" (load weft's Java agent into every traced
 	// HotSpot JVM, so coroutines and executors keep their traces) or "off".
 	JavaAgent string `yaml:"java_agent"`
@@ -74,6 +79,7 @@ func Default() Config {
 	return Config{
 		Probes:         "auto",
 		Propagation:    "headers",
+		RuntimeHooks:   "on",
 		JavaAgent:      "off",
 		CaptureBytes:   512,
 		RequestTimeout: 2 * time.Minute,
@@ -95,6 +101,11 @@ func (c *Config) Validate() error {
 	case "headers", "off":
 	default:
 		return fmt.Errorf("propagation %q: want headers or off", c.Propagation)
+	}
+	switch c.RuntimeHooks {
+	case "on", "off":
+	default:
+		return fmt.Errorf("runtime_hooks %q: want on or off", c.RuntimeHooks)
 	}
 	switch c.JavaAgent {
 	case "attach", "off":

@@ -11,7 +11,7 @@ import (
 func TestPrecedence(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "weft.yaml")
-	yml := "probes: tracepoint\ncapture_bytes: 1024\nselect:\n  ports: [8080]\notlp:\n  endpoint: file:4317\nlog_level: warn\n"
+	yml := "probes: tracepoint\nruntime_hooks: off\ncapture_bytes: 1024\nselect:\n  ports: [8080]\notlp:\n  endpoint: file:4317\nlog_level: warn\n"
 	if err := os.WriteFile(path, []byte(yml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -28,6 +28,9 @@ func TestPrecedence(t *testing.T) {
 	c, err := Load(path, func(k string) string { return env[k] }, fs, fl)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c.RuntimeHooks != "off" { // file over default
+		t.Errorf("runtime hooks = %q", c.RuntimeHooks)
 	}
 	if c.Probes != "tracepoint" { // file over default
 		t.Errorf("probes = %q", c.Probes)
@@ -56,6 +59,7 @@ func TestValidateRejects(t *testing.T) {
 		"exe":     func(c *Config) { c.Select.Exe = "(" },
 		"port":    func(c *Config) { c.Select.Ports = []int{70000} },
 		"level":   func(c *Config) { c.LogLevel = "loud" },
+		"hooks":   func(c *Config) { c.RuntimeHooks = "maybe" },
 	} {
 		c := Default()
 		mut(&c)

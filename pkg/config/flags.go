@@ -12,6 +12,7 @@ type Flags struct {
 	ConfigPath   string
 	probes       string
 	propagation  string
+	rtHooks      string
 	captureBytes int
 	pids         string
 	ports        string
@@ -36,6 +37,7 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.ConfigPath, "config", "", "YAML configuration file")
 	fs.StringVar(&f.probes, "probes", d.Probes, "attach path: auto, kprobe or tracepoint")
 	fs.StringVar(&f.propagation, "propagation", d.Propagation, "write traceparent into outgoing HTTP/1.x requests: headers or off")
+	fs.StringVar(&f.rtHooks, "runtime-hooks", d.RuntimeHooks, "uprobes on Go programs so their calls keep their goroutine's parent: on or off")
 	fs.StringVar(&f.javaAgent, "java-agent", d.JavaAgent, "load weft's Java agent into traced JVMs: attach or off")
 	fs.StringVar(&f.javaArgs, "java-agent-args", "", "arguments for the Java agent weft attaches, e.g. mode=ioctl")
 	fs.IntVar(&f.captureBytes, "capture-bytes", d.CaptureBytes, "leading payload bytes captured per send/recv (64..4096)")
@@ -65,6 +67,8 @@ func (f *Flags) apply(c *Config, fs *flag.FlagSet) error {
 			c.Probes = f.probes
 		case "propagation":
 			c.Propagation = f.propagation
+		case "runtime-hooks":
+			c.RuntimeHooks = f.rtHooks
 		case "java-agent":
 			c.JavaAgent = f.javaAgent
 		case "java-agent-args":

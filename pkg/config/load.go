@@ -93,6 +93,7 @@ func applyEnv(c *Config, getenv func(string) string) error {
 	}
 	set("WEFT_PROBES", func(v string) error { c.Probes = v; return nil })
 	set("WEFT_PROPAGATION", func(v string) error { c.Propagation = v; return nil })
+	set("WEFT_RUNTIME_HOOKS", func(v string) error { c.RuntimeHooks = v; return nil })
 	set("WEFT_JAVA_AGENT", func(v string) error { c.JavaAgent = v; return nil })
 	set("WEFT_JAVA_AGENT_ARGS", func(v string) error { c.JavaAgentArgs = v; return nil })
 	set("WEFT_CAPTURE_BYTES", func(v string) (e error) { c.CaptureBytes, e = strconv.Atoi(v); return })

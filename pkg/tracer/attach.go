@@ -21,10 +21,11 @@ var propagationPrograms = map[string]bool{
 
 // attachesAtOpen reports whether Open attaches a program of this ELF
 // section. perf_event programs (the stack sampler) attach only while
-// sampling is on, to perf events StartSampling opens.
+// sampling is on, to perf events StartSampling opens; uprobes (the Go
+// runtime's hooks) per process, when one is classified (runtime.go).
 func attachesAtOpen(section string) bool {
 	kind, _, _ := strings.Cut(section, "/")
-	return kind != "perf_event"
+	return kind != "perf_event" && kind != "uprobe"
 }
 
 // attachTarget is what some program types attach to.

@@ -64,6 +64,26 @@ type kprobeEventHeader struct {
 	Pad2        [7]uint8
 }
 
+type kprobeGoCtx struct {
+	_    structs.HostLayout
+	Ctx  kprobeSpanCtx
+	Root uint64
+}
+
+type kprobeGoKey struct {
+	_    structs.HostLayout
+	Tgid uint32
+	Pad  uint32
+	Ptr  uint64
+}
+
+type kprobeGoRoute struct {
+	_         structs.HostLayout
+	From      kprobeGoCtx
+	HasParent uint8
+	Pad       [7]uint8
+}
+
 type kprobeInflight struct {
 	_   structs.HostLayout
 	Buf struct {
@@ -84,10 +104,19 @@ type kprobeInjectBuf struct {
 	Cs   kprobeClientSpan
 }
 
+type kprobePendingHead struct {
+	_   structs.HostLayout
+	Key uint64
+	G   uint64
+}
+
 type kprobeServing struct {
-	_      structs.HostLayout
-	Key    uint64
-	SpanId [8]uint8
+	_       structs.HostLayout
+	Key     uint64
+	G       uint64
+	SpanId  [8]uint8
+	Pending uint32
+	Pad     uint32
 }
 
 type kprobeSpanCtx struct {
@@ -95,7 +124,8 @@ type kprobeSpanCtx struct {
 	TraceId    [16]uint8
 	SpanId     [8]uint8
 	TraceFlags uint8
-	Pad        [7]uint8
+	Ambiguous  uint8
+	Pad        [6]uint8
 	StartNs    uint64
 }
 
@@ -115,6 +145,12 @@ type kprobeStackSample struct {
 	Pad         [3]uint8
 	UserStack   [127]uint64
 	KernelStack [127]uint64
+}
+
+type kprobeStartPrefix struct {
+	_   structs.HostLayout
+	Len uint8
+	B   [7]uint8
 }
 
 type kprobeThreadLink struct {
@@ -140,18 +176,26 @@ const (
 	kprobeMapConnecting            = "connecting"
 	kprobeMapEagainRetry           = "eagain_retry"
 	kprobeMapEvents                = "events"
+	kprobeMapGoActive              = "go_active"
+	kprobeMapGoCreating            = "go_creating"
+	kprobeMapGoRoute               = "go_route"
+	kprobeMapGoSender              = "go_sender"
+	kprobeMapGoWriter              = "go_writer"
 	kprobeMapInflightBpfSend       = "inflight_bpf_send"
 	kprobeMapInflightRecv          = "inflight_recv"
 	kprobeMapInflightSend          = "inflight_send"
 	kprobeMapInjectScratch         = "inject_scratch"
+	kprobeMapKeyLoad               = "key_load"
 	kprobeMapPendingHead           = "pending_head"
 	kprobeMapPidFilter             = "pid_filter"
+	kprobeMapProcMode              = "proc_mode"
 	kprobeMapSamples               = "samples"
 	kprobeMapSamplesBegun          = "samples_begun"
 	kprobeMapScratch               = "scratch"
 	kprobeMapSentCtx               = "sent_ctx"
 	kprobeMapServingSock           = "serving_sock"
 	kprobeMapSplitRequests         = "split_requests"
+	kprobeMapStartPrefixes         = "start_prefixes"
 	kprobeMapStats                 = "stats"
 	kprobeMapThreadKey             = "thread_key"
 	kprobeMapThreadParent          = "thread_parent"
@@ -161,6 +205,10 @@ const (
 	kprobeProgWeftExec             = "weft_exec"
 	kprobeProgWeftExit             = "weft_exit"
 	kprobeProgWeftFork             = "weft_fork"
+	kprobeProgWeftGoNewproc1       = "weft_go_newproc1"
+	kprobeProgWeftGoNewproc1Ret    = "weft_go_newproc1_ret"
+	kprobeProgWeftGoRoundtrip      = "weft_go_roundtrip"
+	kprobeProgWeftGoWriteloop      = "weft_go_writeloop"
 	kprobeProgWeftInject           = "weft_inject"
 	kprobeProgWeftSample           = "weft_sample"
 	kprobeProgWeftSockState        = "weft_sock_state"
@@ -180,6 +228,7 @@ const (
 	kprobeVarUnusedCtxKind         = "unused_ctx_kind"
 	kprobeVarUnusedDirection       = "unused_direction"
 	kprobeVarUnusedEventKind       = "unused_event_kind"
+	kprobeVarUnusedProcMode        = "unused_proc_mode"
 	kprobeVarUnusedStackSample     = "unused_stack_sample"
 	kprobeVarUnusedStat            = "unused_stat"
 )
@@ -229,6 +278,10 @@ type kprobeProgramSpecs struct {
 	WeftExec             *ebpf.ProgramSpec `ebpf:"weft_exec"`
 	WeftExit             *ebpf.ProgramSpec `ebpf:"weft_exit"`
 	WeftFork             *ebpf.ProgramSpec `ebpf:"weft_fork"`
+	WeftGoNewproc1       *ebpf.ProgramSpec `ebpf:"weft_go_newproc1"`
+	WeftGoNewproc1Ret    *ebpf.ProgramSpec `ebpf:"weft_go_newproc1_ret"`
+	WeftGoRoundtrip      *ebpf.ProgramSpec `ebpf:"weft_go_roundtrip"`
+	WeftGoWriteloop      *ebpf.ProgramSpec `ebpf:"weft_go_writeloop"`
 	WeftInject           *ebpf.ProgramSpec `ebpf:"weft_inject"`
 	WeftSample           *ebpf.ProgramSpec `ebpf:"weft_sample"`
 	WeftSockState        *ebpf.ProgramSpec `ebpf:"weft_sock_state"`
@@ -253,18 +306,26 @@ type kprobeMapSpecs struct {
 	Connecting      *ebpf.MapSpec `ebpf:"connecting"`
 	EagainRetry     *ebpf.MapSpec `ebpf:"eagain_retry"`
 	Events          *ebpf.MapSpec `ebpf:"events"`
+	GoActive        *ebpf.MapSpec `ebpf:"go_active"`
+	GoCreating      *ebpf.MapSpec `ebpf:"go_creating"`
+	GoRoute         *ebpf.MapSpec `ebpf:"go_route"`
+	GoSender        *ebpf.MapSpec `ebpf:"go_sender"`
+	GoWriter        *ebpf.MapSpec `ebpf:"go_writer"`
 	InflightBpfSend *ebpf.MapSpec `ebpf:"inflight_bpf_send"`
 	InflightRecv    *ebpf.MapSpec `ebpf:"inflight_recv"`
 	InflightSend    *ebpf.MapSpec `ebpf:"inflight_send"`
 	InjectScratch   *ebpf.MapSpec `ebpf:"inject_scratch"`
+	KeyLoad         *ebpf.MapSpec `ebpf:"key_load"`
 	PendingHead     *ebpf.MapSpec `ebpf:"pending_head"`
 	PidFilter       *ebpf.MapSpec `ebpf:"pid_filter"`
+	ProcMode        *ebpf.MapSpec `ebpf:"proc_mode"`
 	Samples         *ebpf.MapSpec `ebpf:"samples"`
 	SamplesBegun    *ebpf.MapSpec `ebpf:"samples_begun"`
 	Scratch         *ebpf.MapSpec `ebpf:"scratch"`
 	SentCtx         *ebpf.MapSpec `ebpf:"sent_ctx"`
 	ServingSock     *ebpf.MapSpec `ebpf:"serving_sock"`
 	SplitRequests   *ebpf.MapSpec `ebpf:"split_requests"`
+	StartPrefixes   *ebpf.MapSpec `ebpf:"start_prefixes"`
 	Stats           *ebpf.MapSpec `ebpf:"stats"`
 	ThreadKey       *ebpf.MapSpec `ebpf:"thread_key"`
 	ThreadParent    *ebpf.MapSpec `ebpf:"thread_parent"`
@@ -284,6 +345,7 @@ type kprobeVariableSpecs struct {
 	UnusedCtxKind     *ebpf.VariableSpec `ebpf:"unused_ctx_kind"`
 	UnusedDirection   *ebpf.VariableSpec `ebpf:"unused_direction"`
 	UnusedEventKind   *ebpf.VariableSpec `ebpf:"unused_event_kind"`
+	UnusedProcMode    *ebpf.VariableSpec `ebpf:"unused_proc_mode"`
 	UnusedStackSample *ebpf.VariableSpec `ebpf:"unused_stack_sample"`
 	UnusedStat        *ebpf.VariableSpec `ebpf:"unused_stat"`
 }
@@ -314,18 +376,26 @@ type kprobeMaps struct {
 	Connecting      *ebpf.Map `ebpf:"connecting"`
 	EagainRetry     *ebpf.Map `ebpf:"eagain_retry"`
 	Events          *ebpf.Map `ebpf:"events"`
+	GoActive        *ebpf.Map `ebpf:"go_active"`
+	GoCreating      *ebpf.Map `ebpf:"go_creating"`
+	GoRoute         *ebpf.Map `ebpf:"go_route"`
+	GoSender        *ebpf.Map `ebpf:"go_sender"`
+	GoWriter        *ebpf.Map `ebpf:"go_writer"`
 	InflightBpfSend *ebpf.Map `ebpf:"inflight_bpf_send"`
 	InflightRecv    *ebpf.Map `ebpf:"inflight_recv"`
 	InflightSend    *ebpf.Map `ebpf:"inflight_send"`
 	InjectScratch   *ebpf.Map `ebpf:"inject_scratch"`
+	KeyLoad         *ebpf.Map `ebpf:"key_load"`
 	PendingHead     *ebpf.Map `ebpf:"pending_head"`
 	PidFilter       *ebpf.Map `ebpf:"pid_filter"`
+	ProcMode        *ebpf.Map `ebpf:"proc_mode"`
 	Samples         *ebpf.Map `ebpf:"samples"`
 	SamplesBegun    *ebpf.Map `ebpf:"samples_begun"`
 	Scratch         *ebpf.Map `ebpf:"scratch"`
 	SentCtx         *ebpf.Map `ebpf:"sent_ctx"`
 	ServingSock     *ebpf.Map `ebpf:"serving_sock"`
 	SplitRequests   *ebpf.Map `ebpf:"split_requests"`
+	StartPrefixes   *ebpf.Map `ebpf:"start_prefixes"`
 	Stats           *ebpf.Map `ebpf:"stats"`
 	ThreadKey       *ebpf.Map `ebpf:"thread_key"`
 	ThreadParent    *ebpf.Map `ebpf:"thread_parent"`
@@ -342,18 +412,26 @@ func (m *kprobeMaps) Close() error {
 		m.Connecting,
 		m.EagainRetry,
 		m.Events,
+		m.GoActive,
+		m.GoCreating,
+		m.GoRoute,
+		m.GoSender,
+		m.GoWriter,
 		m.InflightBpfSend,
 		m.InflightRecv,
 		m.InflightSend,
 		m.InjectScratch,
+		m.KeyLoad,
 		m.PendingHead,
 		m.PidFilter,
+		m.ProcMode,
 		m.Samples,
 		m.SamplesBegun,
 		m.Scratch,
 		m.SentCtx,
 		m.ServingSock,
 		m.SplitRequests,
+		m.StartPrefixes,
 		m.Stats,
 		m.ThreadKey,
 		m.ThreadParent,
@@ -374,6 +452,7 @@ type kprobeVariables struct {
 	UnusedCtxKind     *ebpf.Variable `ebpf:"unused_ctx_kind"`
 	UnusedDirection   *ebpf.Variable `ebpf:"unused_direction"`
 	UnusedEventKind   *ebpf.Variable `ebpf:"unused_event_kind"`
+	UnusedProcMode    *ebpf.Variable `ebpf:"unused_proc_mode"`
 	UnusedStackSample *ebpf.Variable `ebpf:"unused_stack_sample"`
 	UnusedStat        *ebpf.Variable `ebpf:"unused_stat"`
 }
@@ -385,6 +464,10 @@ type kprobePrograms struct {
 	WeftExec             *ebpf.Program `ebpf:"weft_exec"`
 	WeftExit             *ebpf.Program `ebpf:"weft_exit"`
 	WeftFork             *ebpf.Program `ebpf:"weft_fork"`
+	WeftGoNewproc1       *ebpf.Program `ebpf:"weft_go_newproc1"`
+	WeftGoNewproc1Ret    *ebpf.Program `ebpf:"weft_go_newproc1_ret"`
+	WeftGoRoundtrip      *ebpf.Program `ebpf:"weft_go_roundtrip"`
+	WeftGoWriteloop      *ebpf.Program `ebpf:"weft_go_writeloop"`
 	WeftInject           *ebpf.Program `ebpf:"weft_inject"`
 	WeftSample           *ebpf.Program `ebpf:"weft_sample"`
 	WeftSockState        *ebpf.Program `ebpf:"weft_sock_state"`
@@ -404,6 +487,10 @@ func (p *kprobePrograms) Close() error {
 		p.WeftExec,
 		p.WeftExit,
 		p.WeftFork,
+		p.WeftGoNewproc1,
+		p.WeftGoNewproc1Ret,
+		p.WeftGoRoundtrip,
+		p.WeftGoWriteloop,
 		p.WeftInject,
 		p.WeftSample,
 		p.WeftSockState,

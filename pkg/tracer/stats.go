@@ -17,6 +17,10 @@ type Stats struct {
 	ConnsReleased uint64 // taken out again: their first bytes were not HTTP/1.x
 	ConnsUntraced uint64 // taken out again: an untraced process sent on them
 	ConnsBlocking uint64 // not put in it: their socket connected in blocking mode
+	// Client spans made roots because weft could not know their parent.
+	ParentAmbiguous uint64 // the sender's key served two live requests
+	ParentUnknown   uint64 // the process's runtime is not followed (yet)
+	ParentStale     uint64 // the goroutine's inherited request had ended
 }
 
 // Lost is the number of events the kernel could not deliver (stack
@@ -56,6 +60,9 @@ func (t *Tracer) Stats() (Stats, error) {
 		{tpWeftStatWEFT_STAT_CONNS_RELEASED, &s.ConnsReleased},
 		{tpWeftStatWEFT_STAT_CONNS_UNTRACED, &s.ConnsUntraced},
 		{tpWeftStatWEFT_STAT_CONNS_BLOCKING, &s.ConnsBlocking},
+		{tpWeftStatWEFT_STAT_PARENT_AMBIGUOUS, &s.ParentAmbiguous},
+		{tpWeftStatWEFT_STAT_PARENT_UNKNOWN, &s.ParentUnknown},
+		{tpWeftStatWEFT_STAT_PARENT_STALE, &s.ParentStale},
 	} {
 		if *f.dst, err = sum(f.idx); err != nil {
 			return s, err

@@ -64,6 +64,26 @@ type tpEventHeader struct {
 	Pad2        [7]uint8
 }
 
+type tpGoCtx struct {
+	_    structs.HostLayout
+	Ctx  tpSpanCtx
+	Root uint64
+}
+
+type tpGoKey struct {
+	_    structs.HostLayout
+	Tgid uint32
+	Pad  uint32
+	Ptr  uint64
+}
+
+type tpGoRoute struct {
+	_         structs.HostLayout
+	From      tpGoCtx
+	HasParent uint8
+	Pad       [7]uint8
+}
+
 type tpInflight struct {
 	_   structs.HostLayout
 	Buf struct {
@@ -86,10 +106,19 @@ type tpInjectBuf struct {
 	Cs   tpClientSpan
 }
 
+type tpPendingHead struct {
+	_   structs.HostLayout
+	Key uint64
+	G   uint64
+}
+
 type tpServing struct {
-	_      structs.HostLayout
-	Key    uint64
-	SpanId [8]uint8
+	_       structs.HostLayout
+	Key     uint64
+	G       uint64
+	SpanId  [8]uint8
+	Pending uint32
+	Pad     uint32
 }
 
 type tpSpanCtx struct {
@@ -97,7 +126,8 @@ type tpSpanCtx struct {
 	TraceId    [16]uint8
 	SpanId     [8]uint8
 	TraceFlags uint8
-	Pad        [7]uint8
+	Ambiguous  uint8
+	Pad        [6]uint8
 	StartNs    uint64
 }
 
@@ -117,6 +147,12 @@ type tpStackSample struct {
 	Pad         [3]uint8
 	UserStack   [127]uint64
 	KernelStack [127]uint64
+}
+
+type tpStartPrefix struct {
+	_   structs.HostLayout
+	Len uint8
+	B   [7]uint8
 }
 
 type tpThreadLink struct {
@@ -157,23 +193,36 @@ const (
 	tpWeftEventKindWEFT_EV_EXIT  tpWeftEventKind = 4
 )
 
+type tpWeftProcMode uint32
+
+const (
+	tpWeftProcModeWEFT_MODE_UNKNOWN tpWeftProcMode = 0
+	tpWeftProcModeWEFT_MODE_THREAD  tpWeftProcMode = 1
+	tpWeftProcModeWEFT_MODE_GO      tpWeftProcMode = 2
+	tpWeftProcModeWEFT_MODE_REFUSE  tpWeftProcMode = 3
+	tpWeftProcModeWEFT_MODE_AGENT   tpWeftProcMode = 4
+)
+
 type tpWeftStat uint32
 
 const (
-	tpWeftStatWEFT_STAT_EVENTS          tpWeftStat = 0
-	tpWeftStatWEFT_STAT_LOST_RINGBUF    tpWeftStat = 1
-	tpWeftStatWEFT_STAT_LOST_STASH      tpWeftStat = 2
-	tpWeftStatWEFT_STAT_LOST_READ       tpWeftStat = 3
-	tpWeftStatWEFT_STAT_SOCK_TABLE_FULL tpWeftStat = 4
-	tpWeftStatWEFT_STAT_AGENT_PACKETS   tpWeftStat = 5
-	tpWeftStatWEFT_STAT_BAD_PACKETS     tpWeftStat = 6
-	tpWeftStatWEFT_STAT_SAMPLES         tpWeftStat = 7
-	tpWeftStatWEFT_STAT_LOST_SAMPLES    tpWeftStat = 8
-	tpWeftStatWEFT_STAT_CONNS_JOINED    tpWeftStat = 9
-	tpWeftStatWEFT_STAT_CONNS_RELEASED  tpWeftStat = 10
-	tpWeftStatWEFT_STAT_CONNS_UNTRACED  tpWeftStat = 11
-	tpWeftStatWEFT_STAT_CONNS_BLOCKING  tpWeftStat = 12
-	tpWeftStatWEFT_STAT_MAX             tpWeftStat = 13
+	tpWeftStatWEFT_STAT_EVENTS           tpWeftStat = 0
+	tpWeftStatWEFT_STAT_LOST_RINGBUF     tpWeftStat = 1
+	tpWeftStatWEFT_STAT_LOST_STASH       tpWeftStat = 2
+	tpWeftStatWEFT_STAT_LOST_READ        tpWeftStat = 3
+	tpWeftStatWEFT_STAT_SOCK_TABLE_FULL  tpWeftStat = 4
+	tpWeftStatWEFT_STAT_AGENT_PACKETS    tpWeftStat = 5
+	tpWeftStatWEFT_STAT_BAD_PACKETS      tpWeftStat = 6
+	tpWeftStatWEFT_STAT_SAMPLES          tpWeftStat = 7
+	tpWeftStatWEFT_STAT_LOST_SAMPLES     tpWeftStat = 8
+	tpWeftStatWEFT_STAT_CONNS_JOINED     tpWeftStat = 9
+	tpWeftStatWEFT_STAT_CONNS_RELEASED   tpWeftStat = 10
+	tpWeftStatWEFT_STAT_CONNS_UNTRACED   tpWeftStat = 11
+	tpWeftStatWEFT_STAT_CONNS_BLOCKING   tpWeftStat = 12
+	tpWeftStatWEFT_STAT_PARENT_AMBIGUOUS tpWeftStat = 13
+	tpWeftStatWEFT_STAT_PARENT_UNKNOWN   tpWeftStat = 14
+	tpWeftStatWEFT_STAT_PARENT_STALE     tpWeftStat = 15
+	tpWeftStatWEFT_STAT_MAX              tpWeftStat = 16
 )
 
 // Names of all BPF objects in the ELF.
@@ -186,16 +235,24 @@ const (
 	tpMapConnecting         = "connecting"
 	tpMapEagainRetry        = "eagain_retry"
 	tpMapEvents             = "events"
+	tpMapGoActive           = "go_active"
+	tpMapGoCreating         = "go_creating"
+	tpMapGoRoute            = "go_route"
+	tpMapGoSender           = "go_sender"
+	tpMapGoWriter           = "go_writer"
 	tpMapInflightCalls      = "inflight_calls"
 	tpMapInjectScratch      = "inject_scratch"
+	tpMapKeyLoad            = "key_load"
 	tpMapPendingHead        = "pending_head"
 	tpMapPidFilter          = "pid_filter"
+	tpMapProcMode           = "proc_mode"
 	tpMapSamples            = "samples"
 	tpMapSamplesBegun       = "samples_begun"
 	tpMapScratch            = "scratch"
 	tpMapSentCtx            = "sent_ctx"
 	tpMapServingSock        = "serving_sock"
 	tpMapSplitRequests      = "split_requests"
+	tpMapStartPrefixes      = "start_prefixes"
 	tpMapStats              = "stats"
 	tpMapThreadKey          = "thread_key"
 	tpMapThreadParent       = "thread_parent"
@@ -222,6 +279,10 @@ const (
 	tpProgWeftExitWrite     = "weft_exit_write"
 	tpProgWeftExitWritev    = "weft_exit_writev"
 	tpProgWeftFork          = "weft_fork"
+	tpProgWeftGoNewproc1    = "weft_go_newproc1"
+	tpProgWeftGoNewproc1Ret = "weft_go_newproc1_ret"
+	tpProgWeftGoRoundtrip   = "weft_go_roundtrip"
+	tpProgWeftGoWriteloop   = "weft_go_writeloop"
 	tpProgWeftInject        = "weft_inject"
 	tpProgWeftSample        = "weft_sample"
 	tpProgWeftSockRecv      = "weft_sock_recv"
@@ -236,6 +297,7 @@ const (
 	tpVarUnusedCtxKind      = "unused_ctx_kind"
 	tpVarUnusedDirection    = "unused_direction"
 	tpVarUnusedEventKind    = "unused_event_kind"
+	tpVarUnusedProcMode     = "unused_proc_mode"
 	tpVarUnusedStackSample  = "unused_stack_sample"
 	tpVarUnusedStat         = "unused_stat"
 )
@@ -302,6 +364,10 @@ type tpProgramSpecs struct {
 	WeftExitWrite     *ebpf.ProgramSpec `ebpf:"weft_exit_write"`
 	WeftExitWritev    *ebpf.ProgramSpec `ebpf:"weft_exit_writev"`
 	WeftFork          *ebpf.ProgramSpec `ebpf:"weft_fork"`
+	WeftGoNewproc1    *ebpf.ProgramSpec `ebpf:"weft_go_newproc1"`
+	WeftGoNewproc1Ret *ebpf.ProgramSpec `ebpf:"weft_go_newproc1_ret"`
+	WeftGoRoundtrip   *ebpf.ProgramSpec `ebpf:"weft_go_roundtrip"`
+	WeftGoWriteloop   *ebpf.ProgramSpec `ebpf:"weft_go_writeloop"`
 	WeftInject        *ebpf.ProgramSpec `ebpf:"weft_inject"`
 	WeftSample        *ebpf.ProgramSpec `ebpf:"weft_sample"`
 	WeftSockRecv      *ebpf.ProgramSpec `ebpf:"weft_sock_recv"`
@@ -321,16 +387,24 @@ type tpMapSpecs struct {
 	Connecting    *ebpf.MapSpec `ebpf:"connecting"`
 	EagainRetry   *ebpf.MapSpec `ebpf:"eagain_retry"`
 	Events        *ebpf.MapSpec `ebpf:"events"`
+	GoActive      *ebpf.MapSpec `ebpf:"go_active"`
+	GoCreating    *ebpf.MapSpec `ebpf:"go_creating"`
+	GoRoute       *ebpf.MapSpec `ebpf:"go_route"`
+	GoSender      *ebpf.MapSpec `ebpf:"go_sender"`
+	GoWriter      *ebpf.MapSpec `ebpf:"go_writer"`
 	InflightCalls *ebpf.MapSpec `ebpf:"inflight_calls"`
 	InjectScratch *ebpf.MapSpec `ebpf:"inject_scratch"`
+	KeyLoad       *ebpf.MapSpec `ebpf:"key_load"`
 	PendingHead   *ebpf.MapSpec `ebpf:"pending_head"`
 	PidFilter     *ebpf.MapSpec `ebpf:"pid_filter"`
+	ProcMode      *ebpf.MapSpec `ebpf:"proc_mode"`
 	Samples       *ebpf.MapSpec `ebpf:"samples"`
 	SamplesBegun  *ebpf.MapSpec `ebpf:"samples_begun"`
 	Scratch       *ebpf.MapSpec `ebpf:"scratch"`
 	SentCtx       *ebpf.MapSpec `ebpf:"sent_ctx"`
 	ServingSock   *ebpf.MapSpec `ebpf:"serving_sock"`
 	SplitRequests *ebpf.MapSpec `ebpf:"split_requests"`
+	StartPrefixes *ebpf.MapSpec `ebpf:"start_prefixes"`
 	Stats         *ebpf.MapSpec `ebpf:"stats"`
 	ThreadKey     *ebpf.MapSpec `ebpf:"thread_key"`
 	ThreadParent  *ebpf.MapSpec `ebpf:"thread_parent"`
@@ -350,6 +424,7 @@ type tpVariableSpecs struct {
 	UnusedCtxKind     *ebpf.VariableSpec `ebpf:"unused_ctx_kind"`
 	UnusedDirection   *ebpf.VariableSpec `ebpf:"unused_direction"`
 	UnusedEventKind   *ebpf.VariableSpec `ebpf:"unused_event_kind"`
+	UnusedProcMode    *ebpf.VariableSpec `ebpf:"unused_proc_mode"`
 	UnusedStackSample *ebpf.VariableSpec `ebpf:"unused_stack_sample"`
 	UnusedStat        *ebpf.VariableSpec `ebpf:"unused_stat"`
 }
@@ -380,16 +455,24 @@ type tpMaps struct {
 	Connecting    *ebpf.Map `ebpf:"connecting"`
 	EagainRetry   *ebpf.Map `ebpf:"eagain_retry"`
 	Events        *ebpf.Map `ebpf:"events"`
+	GoActive      *ebpf.Map `ebpf:"go_active"`
+	GoCreating    *ebpf.Map `ebpf:"go_creating"`
+	GoRoute       *ebpf.Map `ebpf:"go_route"`
+	GoSender      *ebpf.Map `ebpf:"go_sender"`
+	GoWriter      *ebpf.Map `ebpf:"go_writer"`
 	InflightCalls *ebpf.Map `ebpf:"inflight_calls"`
 	InjectScratch *ebpf.Map `ebpf:"inject_scratch"`
+	KeyLoad       *ebpf.Map `ebpf:"key_load"`
 	PendingHead   *ebpf.Map `ebpf:"pending_head"`
 	PidFilter     *ebpf.Map `ebpf:"pid_filter"`
+	ProcMode      *ebpf.Map `ebpf:"proc_mode"`
 	Samples       *ebpf.Map `ebpf:"samples"`
 	SamplesBegun  *ebpf.Map `ebpf:"samples_begun"`
 	Scratch       *ebpf.Map `ebpf:"scratch"`
 	SentCtx       *ebpf.Map `ebpf:"sent_ctx"`
 	ServingSock   *ebpf.Map `ebpf:"serving_sock"`
 	SplitRequests *ebpf.Map `ebpf:"split_requests"`
+	StartPrefixes *ebpf.Map `ebpf:"start_prefixes"`
 	Stats         *ebpf.Map `ebpf:"stats"`
 	ThreadKey     *ebpf.Map `ebpf:"thread_key"`
 	ThreadParent  *ebpf.Map `ebpf:"thread_parent"`
@@ -406,16 +489,24 @@ func (m *tpMaps) Close() error {
 		m.Connecting,
 		m.EagainRetry,
 		m.Events,
+		m.GoActive,
+		m.GoCreating,
+		m.GoRoute,
+		m.GoSender,
+		m.GoWriter,
 		m.InflightCalls,
 		m.InjectScratch,
+		m.KeyLoad,
 		m.PendingHead,
 		m.PidFilter,
+		m.ProcMode,
 		m.Samples,
 		m.SamplesBegun,
 		m.Scratch,
 		m.SentCtx,
 		m.ServingSock,
 		m.SplitRequests,
+		m.StartPrefixes,
 		m.Stats,
 		m.ThreadKey,
 		m.ThreadParent,
@@ -436,6 +527,7 @@ type tpVariables struct {
 	UnusedCtxKind     *ebpf.Variable `ebpf:"unused_ctx_kind"`
 	UnusedDirection   *ebpf.Variable `ebpf:"unused_direction"`
 	UnusedEventKind   *ebpf.Variable `ebpf:"unused_event_kind"`
+	UnusedProcMode    *ebpf.Variable `ebpf:"unused_proc_mode"`
 	UnusedStackSample *ebpf.Variable `ebpf:"unused_stack_sample"`
 	UnusedStat        *ebpf.Variable `ebpf:"unused_stat"`
 }
@@ -464,6 +556,10 @@ type tpPrograms struct {
 	WeftExitWrite     *ebpf.Program `ebpf:"weft_exit_write"`
 	WeftExitWritev    *ebpf.Program `ebpf:"weft_exit_writev"`
 	WeftFork          *ebpf.Program `ebpf:"weft_fork"`
+	WeftGoNewproc1    *ebpf.Program `ebpf:"weft_go_newproc1"`
+	WeftGoNewproc1Ret *ebpf.Program `ebpf:"weft_go_newproc1_ret"`
+	WeftGoRoundtrip   *ebpf.Program `ebpf:"weft_go_roundtrip"`
+	WeftGoWriteloop   *ebpf.Program `ebpf:"weft_go_writeloop"`
 	WeftInject        *ebpf.Program `ebpf:"weft_inject"`
 	WeftSample        *ebpf.Program `ebpf:"weft_sample"`
 	WeftSockRecv      *ebpf.Program `ebpf:"weft_sock_recv"`
@@ -495,6 +591,10 @@ func (p *tpPrograms) Close() error {
 		p.WeftExitWrite,
 		p.WeftExitWritev,
 		p.WeftFork,
+		p.WeftGoNewproc1,
+		p.WeftGoNewproc1Ret,
+		p.WeftGoRoundtrip,
+		p.WeftGoWriteloop,
 		p.WeftInject,
 		p.WeftSample,
 		p.WeftSockRecv,

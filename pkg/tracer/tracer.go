@@ -36,6 +36,10 @@ type Options struct {
 	// Propagation writes traceparent into the HTTP requests traced
 	// processes send (sockops + sk_msg on the cgroup v2 hierarchy).
 	Propagation bool
+	// RuntimeHooks attaches uprobes to traced Go programs so that their
+	// calls are parented by goroutine (runtime.go); without them such
+	// programs are followed fail-closed.
+	RuntimeHooks bool
 	// Cgroup is the cgroup v2 directory whose sockets injection covers;
 	// default: the root of the cgroup2 mount in /proc/mounts.
 	Cgroup string
@@ -57,9 +61,14 @@ type Tracer struct {
 	log    *slog.Logger
 	pinned string // traces_ctx_v1 pin this tracer created, removed on Close
 	inject bool   // propagation: sockops and sk_msg are attached
+	hooks  bool   // runtime hooks (Options.RuntimeHooks)
 
 	mu      sync.Mutex
 	sampler *Sampler // running sampler, closed with the tracer
+
+	rtMu    sync.Mutex
+	corrs   map[uint32]Correlation // per traced process: how it is followed
+	goHooks map[uint32]io.Closer   // per process: its Go runtime uprobes
 }
 
 // Spec returns the collection spec of a path, with nothing loaded.
@@ -139,7 +148,8 @@ func Open(opts Options) (*Tracer, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Tracer{path: opts.Path, coll: coll, inject: opts.Propagation, log: slog.With("component", "tracer")}
+	t := &Tracer{path: opts.Path, coll: coll, inject: opts.Propagation, hooks: opts.RuntimeHooks,
+		log: slog.With("component", "tracer"), corrs: map[uint32]Correlation{}, goHooks: map[uint32]io.Closer{}}
 	tgt := attachTarget{coll: coll, cgroup: opts.Cgroup}
 	if opts.Propagation && tgt.cgroup == "" {
 		if tgt.cgroup, err = kernel.FindMount("cgroup2"); err != nil {
@@ -201,11 +211,15 @@ func (t *Tracer) Read(ev *event.Event) error {
 	}
 }
 
-// SetPID marks a process as traced, or as never traced.
+// SetPID marks a process as traced, or as never traced. A traced process
+// is classified first (Classify), so that its first request already finds
+// its hooks and mode.
 func (t *Tracer) SetPID(pid uint32, traced bool) error {
 	v := uint32(pidTraced)
 	if !traced {
 		v = pidIgnored
+	} else {
+		t.setupRuntime(pid)
 	}
 	if err := t.coll.Maps["pid_filter"].Put(pid, v); err != nil {
 		return fmt.Errorf("update pid filter for %d: %w", pid, err)
@@ -235,6 +249,8 @@ func (t *Tracer) allowBlockingSockets(pid uint32) {
 // ForgetPID removes a process from the filter.
 func (t *Tracer) ForgetPID(pid uint32) error {
 	t.coll.Maps["eagain_retry"].Delete(pid) // mostly absent
+	t.ProcessGone(pid)
+	t.coll.Maps["proc_mode"].Delete(pid)
 	err := t.coll.Maps["pid_filter"].Delete(pid)
 	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("delete %d from pid filter: %w", pid, err)
@@ -261,6 +277,11 @@ func (t *Tracer) Close() error {
 	for _, l := range t.links {
 		errs = append(errs, l.Close())
 	}
+	t.rtMu.Lock()
+	for _, h := range t.goHooks {
+		errs = append(errs, h.Close())
+	}
+	t.rtMu.Unlock()
 	if t.pinned != "" {
 		if err := t.coll.Maps[tracesCtxMap].Unpin(); err != nil {
 			errs = append(errs, fmt.Errorf("unpin %s: %w", t.pinned, err))

@@ -13,7 +13,8 @@ import (
 // guests: they need no curl or Python, which the initramfs lacks.
 var guestTests = []string{"TestGoNetHTTPServer", "TestParentChildOnSameThread", "TestBadInput",
 	"TestInjectionKeepsRequestsValid", "TestInjectionLeavesTLSAlone", "TestInjectionLargeBodies",
-	"TestMountProtocolInterop", "TestTraceparentAfterSplitHead", "TestInjectedRequestIsOneSegment"}
+	"TestMountProtocolInterop", "TestTraceparentAfterSplitHead", "TestInjectedRequestIsOneSegment",
+	"TestGoAsyncParents"}
 
 // buildStatic compiles a package of this module as a static binary; with
 // test set, its test binary.
@@ -44,6 +45,8 @@ func TestWeftEndToEndInGuests(t *testing.T) {
 		"/opt/weft/websrv":    buildStatic(t, "./test/e2e/testdata/websrv", "websrv", false),
 		"/opt/weft/rawclient": buildStatic(t, "./test/e2e/testdata/rawclient", "rawclient", false),
 		"/opt/weft/e2e.test":  buildStatic(t, "./test/e2e", "e2e.test", true),
+		// TestGoAsyncParents's front, a module of its own (see its go.mod)
+		"/opt/weft/goasync-go-default": buildGoAsync(t),
 	}
 	for _, k := range kernels {
 		paths := []string{"kprobe"}
@@ -80,4 +83,17 @@ func TestWeftEndToEndInGuests(t *testing.T) {
 			})
 		}
 	}
+}
+
+// buildGoAsync compiles test/e2e/testdata/goasync, statically.
+func buildGoAsync(t *testing.T) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "goasync")
+	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-o", out, ".")
+	cmd.Dir = filepath.Join("..", "e2e", "testdata", "goasync")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build goasync: %v\n%s", err, b)
+	}
+	return out
 }

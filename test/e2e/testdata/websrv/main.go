@@ -1,7 +1,8 @@
 // Command websrv is the traced application of weft's end-to-end tests.
 //
 //	-mode=nethttp  a net/http server: /hello, /sleep?ms=N, /status/N, /big?bytes=N,
-//	               /burn?ms=N (N ms of CPU in weftBurnCPUHotLoop, default 200)
+//	               /burn?ms=N (N ms of CPU in weftBurnCPUHotLoop, default 200),
+//	               /work/... (200, for the async-parents tests)
 //	-background-burn  also burn CPU outside any request, in weftBackgroundBurn
 //	-mode=sender   sends -requests requests to -downstream, each over a
 //	               fresh connection or all over one (-downstream-keepalive),
@@ -120,6 +121,9 @@ func handlers() http.Handler {
 			ms = 200
 		}
 		fmt.Fprintf(w, "burnt %x\n", weftBurnCPUHotLoop(time.Duration(ms)*time.Millisecond))
+	})
+	mux.HandleFunc("/work/", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "worked\n") // the backend of the async-parents tests
 	})
 	mux.HandleFunc("/upload", func(w http.ResponseWriter, r *http.Request) {
 		h := sha256.New()

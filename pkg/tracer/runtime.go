@@ -1,0 +1,198 @@
+package tracer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"strconv"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/weftdev/weft/pkg/goexec"
+)
+
+// Mode is how the kernel side tells which request a process's threads
+// work for (enum weft_proc_mode).
+type Mode uint8
+
+const (
+	ModeUnknown Mode = Mode(tpWeftProcModeWEFT_MODE_UNKNOWN)
+	ModeThread  Mode = Mode(tpWeftProcModeWEFT_MODE_THREAD)
+	ModeGo      Mode = Mode(tpWeftProcModeWEFT_MODE_GO)
+	ModeRefuse  Mode = Mode(tpWeftProcModeWEFT_MODE_REFUSE)
+	ModeAgent   Mode = Mode(tpWeftProcModeWEFT_MODE_AGENT)
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ModeThread:
+		return "thread"
+	case ModeGo:
+		return "goroutine"
+	case ModeRefuse:
+		return "fail-closed"
+	case ModeAgent:
+		return "agent"
+	}
+	return "unknown"
+}
+
+// Correlation is what weft decided for one process, and why.
+type Correlation struct {
+	Mode   Mode
+	Reason string // for the log and `weft doctor`
+}
+
+// Classify reads a process's executable and says how its requests can be
+// followed: by goroutine for Go programs weft has hooks for, fail-closed
+// for Go programs it has none for (their goroutines move between threads,
+// so a thread names no request), by thread otherwise.
+func Classify(pid int) (Correlation, *goexec.Binary) {
+	exe := "/proc/" + strconv.Itoa(pid) + "/exe"
+	bin, err := goexec.Open(exe)
+	switch {
+	case errors.Is(err, goexec.ErrNotGo):
+		return Correlation{ModeThread, "not a Go program"}, nil
+	case err != nil:
+		return Correlation{ModeRefuse, fmt.Sprintf("cannot read the executable: %v", err)}, nil
+	}
+	if why := bin.Unsupported(); why != "" {
+		return Correlation{ModeRefuse, why}, bin
+	}
+	what := "goroutine hooks"
+	if bin.NetHTTPClient() {
+		what += ", net/http client"
+	}
+	if bin.Stripped {
+		what += ", functions from the Go table (stripped binary)"
+	}
+	return Correlation{ModeGo, bin.GoVersion + ": " + what}, bin
+}
+
+// goHooks are one process's uprobes on its Go runtime.
+type goHooks []link.Link
+
+func (h goHooks) Close() error {
+	var errs []error
+	for _, l := range h {
+		errs = append(errs, l.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// attachGo puts the goroutine hooks on process pid only (a uprobe with a
+// pid traps in no other process running the same binary).
+func attachGo(coll *ebpf.Collection, pid int, bin *goexec.Binary) (io.Closer, error) {
+	ex, err := link.OpenExecutable("/proc/" + strconv.Itoa(pid) + "/exe")
+	if err != nil {
+		return nil, fmt.Errorf("open executable: %w", err)
+	}
+	var hooks goHooks
+	add := func(prog string, fn string, addr uint64) error {
+		l, err := ex.Uprobe(fn, coll.Programs[prog], &link.UprobeOptions{Address: addr, PID: pid})
+		if err != nil {
+			return fmt.Errorf("uprobe %s at %#x: %w", fn, addr, err)
+		}
+		hooks = append(hooks, l)
+		return nil
+	}
+	np := bin.Funcs[goexec.NewProc1]
+	err = add("weft_go_newproc1", goexec.NewProc1, np.Entry)
+	for _, ret := range np.Returns {
+		if err == nil {
+			err = add("weft_go_newproc1_ret", goexec.NewProc1, ret)
+		}
+	}
+	if bin.NetHTTPClient() && err == nil {
+		err = add("weft_go_roundtrip", goexec.RoundTrip, bin.Funcs[goexec.RoundTrip].Entry)
+		if err == nil {
+			err = add("weft_go_writeloop", goexec.WriteLoop, bin.Funcs[goexec.WriteLoop].Entry)
+		}
+	}
+	if err != nil {
+		hooks.Close()
+		return nil, err
+	}
+	return hooks, nil
+}
+
+// setupRuntime classifies a process, attaches what its mode needs and
+// tells the kernel side. Where hooks cannot attach, the process is
+// followed fail-closed: its client spans start their own traces.
+func (t *Tracer) setupRuntime(pid uint32) Correlation {
+	c, bin := Classify(int(pid))
+	t.rtMu.Lock()
+	defer t.rtMu.Unlock()
+	if old := t.goHooks[pid]; old != nil {
+		old.Close()
+		delete(t.goHooks, pid)
+	}
+	if c.Mode == ModeGo && !t.hooks {
+		c = Correlation{ModeRefuse, bin.GoVersion + ": runtime hooks are off (runtime_hooks)"}
+	}
+	if c.Mode == ModeGo {
+		h, err := attachGo(t.coll, int(pid), bin)
+		if err != nil {
+			c = Correlation{ModeRefuse, fmt.Sprintf("%s: hooks failed to attach: %v", bin.GoVersion, err)}
+		} else {
+			t.goHooks[pid] = h
+		}
+	}
+	var cur uint8
+	if err := t.coll.Maps["proc_mode"].Lookup(pid, &cur); err == nil && Mode(cur) == ModeAgent {
+		// It speaks the mount protocol: the ids its agent mounts rule.
+		c = Correlation{ModeAgent, "an agent mounts request ids on its threads (" + c.Reason + ")"}
+	} else if err := t.coll.Maps["proc_mode"].Put(pid, uint8(c.Mode)); err != nil {
+		t.log.Warn("cannot set a process's correlation", "pid", pid, "err", err)
+		c = Correlation{ModeUnknown, fmt.Sprintf("proc_mode map: %v", err)}
+	}
+	t.corrs[pid] = c
+	lvl := slog.LevelInfo
+	if c.Mode != ModeThread && c.Mode != ModeGo {
+		lvl = slog.LevelWarn
+	}
+	t.log.Log(context.Background(), lvl, "correlation", "pid", pid, "mode", c.Mode.String(), "why", c.Reason)
+	return c
+}
+
+// EnsureClassified classifies a traced process the kernel side knows no
+// mode of (selected by "every process", or forked before it exec'd).
+func (t *Tracer) EnsureClassified(pid uint32) {
+	var m uint8
+	if err := t.coll.Maps["proc_mode"].Lookup(pid, &m); err == nil && Mode(m) != ModeUnknown {
+		return
+	}
+	t.setupRuntime(pid)
+}
+
+// ProcessExeced re-classifies a traced process that runs a new program
+// (the kernel side dropped its mode at exec).
+func (t *Tracer) ProcessExeced(pid uint32) {
+	t.ProcessGone(pid)
+	var v uint32
+	if err := t.coll.Maps["pid_filter"].Lookup(pid, &v); err == nil && v == pidTraced {
+		t.setupRuntime(pid)
+	}
+}
+
+// ProcessGone releases what a process that exited (or exec'd) held.
+func (t *Tracer) ProcessGone(pid uint32) {
+	t.rtMu.Lock()
+	defer t.rtMu.Unlock()
+	if h := t.goHooks[pid]; h != nil {
+		h.Close()
+		delete(t.goHooks, pid)
+	}
+	delete(t.corrs, pid)
+}
+
+// Correlations lists how each classified process is followed.
+func (t *Tracer) Correlations() map[uint32]Correlation {
+	t.rtMu.Lock()
+	defer t.rtMu.Unlock()
+	return maps.Clone(t.corrs)
+}

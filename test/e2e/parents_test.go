@@ -1,0 +1,273 @@
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
+	"github.com/weftdev/weft/pkg/export/otlptest"
+)
+
+// numberedLoad sends GET base+"N" for N = 1..n at the given concurrency
+// from this (untraced) process, so that every span names its request.
+func numberedLoad(t *testing.T, base string, n, concurrency int) {
+	t.Helper()
+	tr := &http.Transport{MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	var next, failed atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	for range concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1)
+				if i > int64(n) {
+					return
+				}
+				resp, err := client.Get(fmt.Sprintf("%s%d", base, i))
+				if err != nil {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+					continue
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, resp.Status+": "+string(b))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if f := failed.Load(); f > 0 {
+		t.Fatalf("%d of %d requests failed, first: %v", f, n, firstErr.Load())
+	}
+}
+
+// parentReport sorts every backend call of numbered requests: right when
+// the backend's server span is the child of the front's client span,
+// which is the child of the front's server span of the same request;
+// wrong when any link names another request (or a span that does not
+// exist); split when the front's client span has no parent.
+type parentReport struct {
+	right, wrong, split int
+	splitClients        int // front client spans without a parent
+	problems            []string
+}
+
+func (r parentReport) String() string {
+	s := fmt.Sprintf("right %d, wrong %d, split %d", r.right, r.wrong, r.split)
+	for i, p := range r.problems {
+		if i == 10 {
+			s += fmt.Sprintf("\n  … and %d more", len(r.problems)-10)
+			break
+		}
+		s += "\n  " + p
+	}
+	return s
+}
+
+// requestOf is the number in a path: /req/12 → 12, /work/12/a → 12.
+func requestOf(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	if len(parts) < 2 {
+		return ""
+	}
+	return parts[1]
+}
+
+func checkParents(spans []span, front, backend string) parentReport {
+	byID := map[string]span{}
+	for _, s := range spans {
+		byID[s.id] = s
+	}
+	var r parentReport
+	for _, s := range spans {
+		if s.service == front && s.kind == tracepb.Span_SPAN_KIND_CLIENT && s.parent == "" {
+			r.splitClients++
+		}
+		if s.service != backend || s.kind != tracepb.Span_SPAN_KIND_SERVER {
+			continue
+		}
+		path, _ := s.attrs["url.path"].(string)
+		n := requestOf(path)
+		cli, ok := byID[s.parent]
+		if !ok || cli.service != front || cli.kind != tracepb.Span_SPAN_KIND_CLIENT || cli.attrs["url.path"] != path {
+			r.wrong++
+			r.problems = append(r.problems, fmt.Sprintf("backend %s: parent %q is not the front's call of it", path, s.parent))
+			continue
+		}
+		if cli.parent == "" {
+			r.split++
+			continue
+		}
+		srv, ok := byID[cli.parent]
+		srvPath, _ := srv.attrs["url.path"].(string)
+		if !ok || srv.service != front || srv.kind != tracepb.Span_SPAN_KIND_SERVER || requestOf(srvPath) != n ||
+			srv.trace != s.trace || cli.trace != s.trace {
+			r.wrong++
+			r.problems = append(r.problems, fmt.Sprintf("call %s under %q (%s)", path, srvPath, cli.parent))
+			continue
+		}
+		r.right++
+	}
+	return r
+}
+
+// goToolchains are the Go versions the goroutine hooks are tested with:
+// this machine's, the newest the module proxy serves, Debian's oldest.
+var goToolchains = []struct {
+	name string
+	cmd  string   // go command
+	env  []string // extra environment
+}{
+	{"go-default", "go", nil},
+	{"go1.27", "go", []string{"GOTOOLCHAIN=go1.27.3"}},
+	{"go1.19", "/usr/lib/go-1.19/bin/go", []string{"GOTOOLCHAIN=local"}},
+}
+
+var goAsync struct {
+	once sync.Once
+	bins map[string]string
+	err  error
+}
+
+// buildGoAsync builds testdata/goasync with each toolchain, and stripped
+// with the default one. In a QEMU guest (no Go toolchain) the binaries
+// come from WEFT_E2E_BIN_DIR as goasync-<name>: the default build only.
+func buildGoAsync(t *testing.T) map[string]string {
+	t.Helper()
+	if dir := os.Getenv("WEFT_E2E_BIN_DIR"); dir != "" {
+		return map[string]string{"go-default": filepath.Join(dir, "goasync-go-default")}
+	}
+	goAsync.once.Do(func() {
+		dir, err := os.MkdirTemp("", "weft-goasync-")
+		if err != nil {
+			goAsync.err = err
+			return
+		}
+		goAsync.bins = map[string]string{}
+		src := filepath.Join(repoRoot(), "test", "e2e", "testdata", "goasync")
+		type job struct {
+			name, cmd string
+			env, args []string
+		}
+		jobs := []job{{name: "go-stripped", cmd: "go", args: []string{"-ldflags=-s -w"}}}
+		for _, tc := range goToolchains {
+			jobs = append(jobs, job{name: tc.name, cmd: tc.cmd, env: tc.env})
+		}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for _, j := range jobs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out := filepath.Join(dir, j.name)
+				cmd := exec.Command(j.cmd, append(append([]string{"build", "-o", out}, j.args...), ".")...)
+				cmd.Dir = src
+				cmd.Env = append(os.Environ(), j.env...)
+				b, err := cmd.CombinedOutput()
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					goAsync.err = fmt.Errorf("build goasync with %s: %v\n%s", j.name, err, b)
+					return
+				}
+				goAsync.bins[j.name] = out
+			}()
+		}
+		wg.Wait()
+	})
+	if goAsync.err != nil {
+		t.Fatal(goAsync.err)
+	}
+	return goAsync.bins
+}
+
+// Go: goroutine-keyed parents. 300 requests at concurrency 32 whose
+// handlers wait, then call a backend through net/http's client (kept-alive
+// and fresh connections, written by the transport's own goroutines), and
+// as many whose handler calls twice from two goroutines: every backend
+// call under the right request, none under another.
+func TestGoAsyncParents(t *testing.T) {
+	setup(t)
+	bins := buildGoAsync(t)
+	for _, name := range []string{"go-default", "go-stripped", "go1.27", "go1.19"} {
+		if bins[name] == "" {
+			continue // in a guest
+		}
+		t.Run(name, func(t *testing.T) {
+			rcv := otlptest.Start(t)
+			backend, backAddr := startServer(t, "-mode=nethttp")
+			cmd := exec.Command(bins[name], "-backend="+backAddr)
+			cmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME=front")
+			front, frontAddr := startListener(t, cmd)
+			w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", front.Pid(), backend.Pid()))
+			if !strings.Contains(w.Output(), "mode=goroutine") {
+				t.Fatalf("the front was not followed by goroutine:\n%s", w.Output())
+			}
+			const n, conc = 300, 32
+			for _, ep := range []struct {
+				path  string
+				calls int
+			}{{"/req/", 1}, {"/fan/", 2}} {
+				rcv.Reset()
+				numberedLoad(t, "http://"+frontAddr+ep.path, n, conc)
+				spans := collectSpans(t, rcv, n*(1+2*ep.calls), 60*time.Second)
+				r := checkParents(spans, "front", "websrv")
+				m, _ := w.Metrics()
+				t.Logf("%s: %s; refused: ambiguous %d, unknown %d, ended %d", ep.path, r, m["parent_refused_ambiguous"],
+					m["parent_refused_unknown_runtime"], m["parent_refused_ended"])
+				if r.wrong != 0 || r.right != n*ep.calls {
+					t.Errorf("%s: %s", ep.path, r)
+				}
+			}
+		})
+	}
+}
+
+// A runtime weft has no support for, serving many requests on one thread
+// (a plain asyncio loop): while its thread holds two live requests, its
+// backend calls get no parent, and the refusal counter says so for each;
+// never a wrong parent.
+func TestAmbiguousThreadFailsClosed(t *testing.T) {
+	setup(t)
+	rcv := otlptest.Start(t)
+	backend, backAddr := startServer(t, "-mode=nethttp")
+	cmd := exec.Command("python3", filepath.Join(repoRoot(), "test", "e2e", "testdata", "asyncloop.py"), backAddr)
+	cmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME=front")
+	front, frontAddr := startListener(t, cmd)
+	w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", front.Pid(), backend.Pid()))
+	const n = 300
+	numberedLoad(t, "http://"+frontAddr+"/req/", n, 32)
+	spans := collectSpans(t, rcv, 3*n, 60*time.Second)
+	r := checkParents(spans, "front", "websrv")
+	m, err := w.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s; refused as ambiguous: %d", r, m["parent_refused_ambiguous"])
+	if r.wrong != 0 || r.right+r.split != n {
+		t.Errorf("want no wrong parent and %d calls: %s", n, r)
+	}
+	if r.split == 0 {
+		t.Errorf("32 requests at once on one thread gave no split trace: the case is not ambiguous")
+	}
+	if got := m["parent_refused_ambiguous"]; got != uint64(r.splitClients) {
+		t.Errorf("refusal counter %d, parentless client spans %d", got, r.splitClients)
+	}
+}
