@@ -3,7 +3,7 @@
 # quick when everything is present: apt runs only for what is missing.
 set -euo pipefail
 
-want=(clang llvm libbpf-dev bpftool curl wrk python3 qemu-system-x86 busybox-static redis-server redis-tools postgresql golang-1.19-go "$@")
+want=(clang llvm libbpf-dev bpftool curl wrk python3 qemu-system-x86 busybox-static redis-server redis-tools postgresql golang-1.19-go nginx "$@")
 missing=()
 for p in "${want[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

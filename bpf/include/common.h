@@ -411,7 +411,8 @@ int weft_sock_state(struct trace_event_raw_inet_sock_set_state *ctx)
 /* The on-CPU stack sampler: in both objects, on the maps above. */
 #include "profile.h"
 
-/* The Go runtime's uprobes, attached per process by user space. */
+/* Runtimes' uprobes, attached per process by user space. */
 #include "gohooks.h"
+#include "nginx.h"
 
 #endif

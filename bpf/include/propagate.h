@@ -230,13 +230,6 @@ struct {
 /* A request whose request line was not whole in its send: the traceparent
  * goes after the line's CRLF in a later send on the same connection, with
  * the ids decided (and reported) at the first send. */
-struct conn_key {
-	__u32 family;
-	__u32 local_port;
-	__u32 remote_port;
-	__u32 remote_ip[4];
-	__u32 local_ip[4];
-};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -393,7 +386,7 @@ static __always_inline void conn_key_of(struct sk_msg_md *msg, struct conn_key *
 {
 	k->family = msg->family;
 	k->local_port = msg->local_port;
-	k->remote_port = msg->remote_port;
+	k->remote_port = bpf_ntohl(msg->remote_port); /* the network-order port, shifted up 16 bits */
 	if (msg->family == AF_INET6) {
 		k->remote_ip[0] = msg->remote_ip6[0];
 		k->remote_ip[1] = msg->remote_ip6[1];
@@ -563,7 +556,7 @@ int weft_inject(struct sk_msg_md *msg)
 		if (!eol) {
 			if (k == 0 && n == size) {
 				/* The request line continues in a later send. */
-				new_client_ctx(pid_tgid, correlation_key((__u32)pid_tgid), &cs->ctx, cs->parent_id);
+				new_client_ctx(pid_tgid, correlation_key((__u32)pid_tgid), &ck, &cs->ctx, cs->parent_id);
 				bpf_map_update_elem(&split_requests, &ck, cs, BPF_ANY);
 				bpf_map_update_elem(&sent_ctx, &pid_tgid, cs, BPF_ANY);
 			}
@@ -585,7 +578,7 @@ int weft_inject(struct sk_msg_md *msg)
 	if (count == 0)
 		return SK_PASS;
 
-	new_client_ctx(pid_tgid, correlation_key((__u32)pid_tgid), &cs->ctx, cs->parent_id);
+	new_client_ctx(pid_tgid, correlation_key((__u32)pid_tgid), &ck, &cs->ctx, cs->parent_id);
 #pragma clang loop unroll(disable)
 	for (int k = 1; k < MAX_PIPELINED; k++) {
 		if (k >= count)

@@ -6,6 +6,7 @@
 
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
 #include "weft.h"
 #include "stats.h"
 #include "mount.h"
@@ -36,9 +37,11 @@ struct {
 struct serving {
 	__u64 key;      /* ctx_key of the reader */
 	__u64 g;        /* the reading goroutine (WEFT_MODE_GO), else 0 */
+	__u8 trace_id[16];
 	__u8 span_id[8];
 	__u32 pending;  /* requests read and not answered yet */
-	__u32 _pad;
+	__u8 trace_flags;
+	__u8 _pad[3];
 };
 
 /* tgid -> enum weft_proc_mode, kept by user space; copied to children at
@@ -392,18 +395,21 @@ static __always_inline void serving_ends(struct serving *sv, __u32 n)
 }
 
 /* The connection sock_id gets a new request read by k (or goroutine g). */
-static __always_inline void serving_begins(__u64 sock_id, __u64 k, __u64 g, const __u8 *span_id)
+static __always_inline void serving_begins(__u64 sock_id, __u64 k, __u64 g, const struct span_ctx *span)
 {
 	struct serving *sv = bpf_map_lookup_elem(&serving_sock, &sock_id);
 	if (sv && sv->pending && sv->key == k && sv->g == g) {
 		sv->pending++; /* pipelined behind an unanswered one */
-		__builtin_memcpy(sv->span_id, span_id, 8);
+		__builtin_memcpy(sv->trace_id, span->trace_id, 16);
+		__builtin_memcpy(sv->span_id, span->span_id, 8);
+		sv->trace_flags = span->trace_flags;
 		return;
 	}
 	if (sv) /* another reader's requests: they are over as far as it goes */
 		serving_ends(sv, sv->pending);
-	struct serving nsv = {.key = k, .g = g, .pending = 1};
-	__builtin_memcpy(nsv.span_id, span_id, 8);
+	struct serving nsv = {.key = k, .g = g, .pending = 1, .trace_flags = span->trace_flags};
+	__builtin_memcpy(nsv.trace_id, span->trace_id, 16);
+	__builtin_memcpy(nsv.span_id, span->span_id, 8);
 	bpf_map_update_elem(&serving_sock, &sock_id, &nsv, BPF_ANY);
 }
 
@@ -449,7 +455,7 @@ static __always_inline void server_request(struct event_header *h, const __u8 *d
 	}
 	if (!active.ambiguous)
 		traces_ctx_set(ctx_key(h->pid, h->tid), h->trace_id, h->span_id);
-	serving_begins(h->sock_id, k, g, h->span_id);
+	serving_begins(h->sock_id, k, g, &active);
 }
 
 /* More of a request head the server span was decided without: when it
@@ -480,6 +486,11 @@ static __always_inline void server_head_more(struct event_header *h, const __u8 
 		return;
 	__builtin_memcpy(active->trace_id, in.trace_id, 16);
 	active->trace_flags = in.trace_flags;
+	struct serving *sv = bpf_map_lookup_elem(&serving_sock, &h->sock_id);
+	if (sv && *(__u64 *)sv->span_id == *(__u64 *)active->span_id) {
+		__builtin_memcpy(sv->trace_id, in.trace_id, 16);
+		sv->trace_flags = in.trace_flags;
+	}
 	h->ctx_kind = WEFT_CTX_SERVER_CONT;
 	__builtin_memcpy(h->trace_id, in.trace_id, 16);
 	__builtin_memcpy(h->parent_id, in.span_id, 8);
@@ -490,38 +501,84 @@ static __always_inline void server_head_more(struct event_header *h, const __u8 
 		traces_ctx_set(ctx_key(h->pid, h->tid), h->trace_id, h->span_id);
 }
 
-/* The server span a client request sent now by thread pid_tgid (key)
- * is the child of, or 0 for a new trace. When weft cannot know, it is a
- * new trace and a counter says why: a wrong parent is worse than none. */
-static __always_inline struct span_ctx *client_parent(__u64 pid_tgid, __u32 key)
+/* A TCP connection: ports in host order, addresses in network order. */
+struct conn_key {
+	__u32 family;
+	__u32 local_port;
+	__u32 remote_port;
+	__u32 remote_ip[4];
+	__u32 local_ip[4];
+};
+
+/* Outgoing connection -> the request its next request works for, written
+ * by the code that owns that request before the bytes leave (nginx's
+ * upstream hooks), taken by the send that starts it: whichever thread
+ * writes, the connection names the request. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct conn_key);
+	__type(value, struct span_ctx);
+} conn_parent SEC(".maps");
+
+/* The connection a data event's socket is. */
+static __always_inline void conn_key_of_event(const struct event_header *h, struct conn_key *k)
 {
-	__u32 tgid = pid_tgid >> 32;
-	__u8 mode = mode_of(tgid);
-	if (mode == WEFT_MODE_GO) {
-		__u64 *g = bpf_map_lookup_elem(&go_sender, &pid_tgid);
-		return go_parent(tgid, g ? *g : 0);
+	k->family = h->family;
+	k->local_port = h->sport;
+	k->remote_port = h->dport;
+	__builtin_memcpy(k->local_ip, h->saddr, 16);
+	__builtin_memcpy(k->remote_ip, h->daddr, 16);
+	if (h->family != 10 /* AF_INET6 */) {
+		k->local_ip[1] = k->local_ip[2] = k->local_ip[3] = 0;
+		k->remote_ip[1] = k->remote_ip[2] = k->remote_ip[3] = 0;
 	}
-	if (!by_thread(mode)) {
-		count(WEFT_STAT_PARENT_UNKNOWN);
-		return 0;
-	}
-	struct span_ctx *srv = lookup_active(tgid, key);
-	if (srv && srv->ambiguous) {
-		count(WEFT_STAT_PARENT_AMBIGUOUS);
-		return 0;
-	}
-	return srv;
 }
 
-/* The client span of a request the current thread sends: a child of what
- * it works for, or a new trace. */
-static __always_inline void new_client_ctx(__u64 pid_tgid, __u32 key, struct span_ctx *out, __u8 *parent)
+/* The server span a client request sent now by thread pid_tgid (key) on
+ * connection ck is the child of, copied to out; false for a new trace.
+ * When weft cannot know, it is a new trace and a counter says why: a
+ * wrong parent is worse than none. */
+static __always_inline bool client_parent(__u64 pid_tgid, __u32 key, const struct conn_key *ck, struct span_ctx *out)
 {
-	struct span_ctx *srv = client_parent(pid_tgid, key);
-	if (srv) {
-		__builtin_memcpy(out->trace_id, srv->trace_id, 16);
-		__builtin_memcpy(parent, srv->span_id, 8);
-		out->trace_flags = srv->trace_flags;
+	struct span_ctx *route = bpf_map_lookup_elem(&conn_parent, ck);
+	if (route) {
+		*out = *route;
+		bpf_map_delete_elem(&conn_parent, ck);
+		return true;
+	}
+	__u32 tgid = pid_tgid >> 32;
+	__u8 mode = mode_of(tgid);
+	struct span_ctx *srv;
+	if (mode == WEFT_MODE_GO) {
+		__u64 *g = bpf_map_lookup_elem(&go_sender, &pid_tgid);
+		srv = go_parent(tgid, g ? *g : 0);
+	} else if (!by_thread(mode)) {
+		count(WEFT_STAT_PARENT_UNKNOWN);
+		return false;
+	} else {
+		srv = lookup_active(tgid, key);
+		if (srv && srv->ambiguous) {
+			count(WEFT_STAT_PARENT_AMBIGUOUS);
+			return false;
+		}
+	}
+	if (!srv)
+		return false;
+	*out = *srv;
+	return true;
+}
+
+/* The client span of a request the current thread sends on connection
+ * ck: a child of what it works for, or a new trace. */
+static __always_inline void new_client_ctx(__u64 pid_tgid, __u32 key, const struct conn_key *ck, struct span_ctx *out,
+					   __u8 *parent)
+{
+	struct span_ctx srv;
+	if (client_parent(pid_tgid, key, ck, &srv)) {
+		__builtin_memcpy(out->trace_id, srv.trace_id, 16);
+		__builtin_memcpy(parent, srv.span_id, 8);
+		out->trace_flags = srv.trace_flags;
 		random_ids(0, out->span_id);
 	} else {
 		__builtin_memset(parent, 0, 8);
@@ -556,7 +613,9 @@ static __always_inline void client_request(struct event_header *h, const __u8 *d
 		return;
 	}
 	struct span_ctx c = {};
-	new_client_ctx(pid_tgid, h->key, &c, h->parent_id);
+	struct conn_key ck = {};
+	conn_key_of_event(h, &ck);
+	new_client_ctx(pid_tgid, h->key, &ck, &c, h->parent_id);
 	__builtin_memcpy(h->trace_id, c.trace_id, 16);
 	__builtin_memcpy(h->span_id, c.span_id, 8);
 	h->trace_flags = c.trace_flags;

@@ -25,7 +25,7 @@ var propagationPrograms = map[string]bool{
 // runtime's hooks) per process, when one is classified (runtime.go).
 func attachesAtOpen(section string) bool {
 	kind, _, _ := strings.Cut(section, "/")
-	return kind != "perf_event" && kind != "uprobe"
+	return kind != "perf_event" && kind != "uprobe" && kind != "uretprobe"
 }
 
 // attachTarget is what some program types attach to.

@@ -111,12 +111,14 @@ type kprobePendingHead struct {
 }
 
 type kprobeServing struct {
-	_       structs.HostLayout
-	Key     uint64
-	G       uint64
-	SpanId  [8]uint8
-	Pending uint32
-	Pad     uint32
+	_          structs.HostLayout
+	Key        uint64
+	G          uint64
+	TraceId    [16]uint8
+	SpanId     [8]uint8
+	Pending    uint32
+	TraceFlags uint8
+	Pad        [3]uint8
 }
 
 type kprobeSpanCtx struct {
@@ -170,67 +172,74 @@ type kprobeTracesCtx struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	kprobeMapActiveCtx             = "active_ctx"
-	kprobeMapClientSocks           = "client_socks"
-	kprobeMapConnVerdicts          = "conn_verdicts"
-	kprobeMapConnecting            = "connecting"
-	kprobeMapEagainRetry           = "eagain_retry"
-	kprobeMapEvents                = "events"
-	kprobeMapGoActive              = "go_active"
-	kprobeMapGoCreating            = "go_creating"
-	kprobeMapGoRoute               = "go_route"
-	kprobeMapGoSender              = "go_sender"
-	kprobeMapGoWriter              = "go_writer"
-	kprobeMapInflightBpfSend       = "inflight_bpf_send"
-	kprobeMapInflightRecv          = "inflight_recv"
-	kprobeMapInflightSend          = "inflight_send"
-	kprobeMapInjectScratch         = "inject_scratch"
-	kprobeMapKeyLoad               = "key_load"
-	kprobeMapPendingHead           = "pending_head"
-	kprobeMapPidFilter             = "pid_filter"
-	kprobeMapProcMode              = "proc_mode"
-	kprobeMapSamples               = "samples"
-	kprobeMapSamplesBegun          = "samples_begun"
-	kprobeMapScratch               = "scratch"
-	kprobeMapSentCtx               = "sent_ctx"
-	kprobeMapServingSock           = "serving_sock"
-	kprobeMapSplitRequests         = "split_requests"
-	kprobeMapStartPrefixes         = "start_prefixes"
-	kprobeMapStats                 = "stats"
-	kprobeMapThreadKey             = "thread_key"
-	kprobeMapThreadParent          = "thread_parent"
-	kprobeMapThreadSlot            = "thread_slot"
-	kprobeMapTracesCtxV1           = "traces_ctx_v1"
-	kprobeMapTrackedSocks          = "tracked_socks"
-	kprobeProgWeftExec             = "weft_exec"
-	kprobeProgWeftExit             = "weft_exit"
-	kprobeProgWeftFork             = "weft_fork"
-	kprobeProgWeftGoNewproc1       = "weft_go_newproc1"
-	kprobeProgWeftGoNewproc1Ret    = "weft_go_newproc1_ret"
-	kprobeProgWeftGoRoundtrip      = "weft_go_roundtrip"
-	kprobeProgWeftGoWriteloop      = "weft_go_writeloop"
-	kprobeProgWeftInject           = "weft_inject"
-	kprobeProgWeftSample           = "weft_sample"
-	kprobeProgWeftSockState        = "weft_sock_state"
-	kprobeProgWeftSockops          = "weft_sockops"
-	kprobeProgWeftSockopsAny       = "weft_sockops_any"
-	kprobeProgWeftSysIoctl         = "weft_sys_ioctl"
-	kprobeProgWeftTcpBpfSendmsg    = "weft_tcp_bpf_sendmsg"
-	kprobeProgWeftTcpBpfSendmsgRet = "weft_tcp_bpf_sendmsg_ret"
-	kprobeProgWeftTcpRecvmsg       = "weft_tcp_recvmsg"
-	kprobeProgWeftTcpRecvmsgRet    = "weft_tcp_recvmsg_ret"
-	kprobeProgWeftTcpSendmsg       = "weft_tcp_sendmsg"
-	kprobeProgWeftTcpSendmsgRet    = "weft_tcp_sendmsg_ret"
-	kprobeVarCaptureMax            = "capture_max"
-	kprobeVarNotifyExec            = "notify_exec"
-	kprobeVarSelfPid               = "self_pid"
-	kprobeVarTraceAll              = "trace_all"
-	kprobeVarUnusedCtxKind         = "unused_ctx_kind"
-	kprobeVarUnusedDirection       = "unused_direction"
-	kprobeVarUnusedEventKind       = "unused_event_kind"
-	kprobeVarUnusedProcMode        = "unused_proc_mode"
-	kprobeVarUnusedStackSample     = "unused_stack_sample"
-	kprobeVarUnusedStat            = "unused_stat"
+	kprobeMapActiveCtx               = "active_ctx"
+	kprobeMapClientSocks             = "client_socks"
+	kprobeMapConnParent              = "conn_parent"
+	kprobeMapConnVerdicts            = "conn_verdicts"
+	kprobeMapConnecting              = "connecting"
+	kprobeMapEagainRetry             = "eagain_retry"
+	kprobeMapEvents                  = "events"
+	kprobeMapGoActive                = "go_active"
+	kprobeMapGoCreating              = "go_creating"
+	kprobeMapGoRoute                 = "go_route"
+	kprobeMapGoSender                = "go_sender"
+	kprobeMapGoWriter                = "go_writer"
+	kprobeMapInflightBpfSend         = "inflight_bpf_send"
+	kprobeMapInflightRecv            = "inflight_recv"
+	kprobeMapInflightSend            = "inflight_send"
+	kprobeMapInjectScratch           = "inject_scratch"
+	kprobeMapKeyLoad                 = "key_load"
+	kprobeMapNgxConnecting           = "ngx_connecting"
+	kprobeMapNgxUpstreamFor          = "ngx_upstream_for"
+	kprobeMapPendingHead             = "pending_head"
+	kprobeMapPidFilter               = "pid_filter"
+	kprobeMapProcMode                = "proc_mode"
+	kprobeMapSamples                 = "samples"
+	kprobeMapSamplesBegun            = "samples_begun"
+	kprobeMapScratch                 = "scratch"
+	kprobeMapSentCtx                 = "sent_ctx"
+	kprobeMapServingSock             = "serving_sock"
+	kprobeMapSplitRequests           = "split_requests"
+	kprobeMapStartPrefixes           = "start_prefixes"
+	kprobeMapStats                   = "stats"
+	kprobeMapThreadKey               = "thread_key"
+	kprobeMapThreadParent            = "thread_parent"
+	kprobeMapThreadSlot              = "thread_slot"
+	kprobeMapTracesCtxV1             = "traces_ctx_v1"
+	kprobeMapTrackedSocks            = "tracked_socks"
+	kprobeProgWeftExec               = "weft_exec"
+	kprobeProgWeftExit               = "weft_exit"
+	kprobeProgWeftFork               = "weft_fork"
+	kprobeProgWeftGoNewproc1         = "weft_go_newproc1"
+	kprobeProgWeftGoNewproc1Ret      = "weft_go_newproc1_ret"
+	kprobeProgWeftGoRoundtrip        = "weft_go_roundtrip"
+	kprobeProgWeftGoWriteloop        = "weft_go_writeloop"
+	kprobeProgWeftInject             = "weft_inject"
+	kprobeProgWeftNgxConnectPeer     = "weft_ngx_connect_peer"
+	kprobeProgWeftNgxConnectPeerRet  = "weft_ngx_connect_peer_ret"
+	kprobeProgWeftNgxUpstreamInit    = "weft_ngx_upstream_init"
+	kprobeProgWeftNgxUpstreamInitRet = "weft_ngx_upstream_init_ret"
+	kprobeProgWeftSample             = "weft_sample"
+	kprobeProgWeftSockState          = "weft_sock_state"
+	kprobeProgWeftSockops            = "weft_sockops"
+	kprobeProgWeftSockopsAny         = "weft_sockops_any"
+	kprobeProgWeftSysIoctl           = "weft_sys_ioctl"
+	kprobeProgWeftTcpBpfSendmsg      = "weft_tcp_bpf_sendmsg"
+	kprobeProgWeftTcpBpfSendmsgRet   = "weft_tcp_bpf_sendmsg_ret"
+	kprobeProgWeftTcpRecvmsg         = "weft_tcp_recvmsg"
+	kprobeProgWeftTcpRecvmsgRet      = "weft_tcp_recvmsg_ret"
+	kprobeProgWeftTcpSendmsg         = "weft_tcp_sendmsg"
+	kprobeProgWeftTcpSendmsgRet      = "weft_tcp_sendmsg_ret"
+	kprobeVarCaptureMax              = "capture_max"
+	kprobeVarNotifyExec              = "notify_exec"
+	kprobeVarSelfPid                 = "self_pid"
+	kprobeVarTraceAll                = "trace_all"
+	kprobeVarUnusedCtxKind           = "unused_ctx_kind"
+	kprobeVarUnusedDirection         = "unused_direction"
+	kprobeVarUnusedEventKind         = "unused_event_kind"
+	kprobeVarUnusedProcMode          = "unused_proc_mode"
+	kprobeVarUnusedStackSample       = "unused_stack_sample"
+	kprobeVarUnusedStat              = "unused_stat"
 )
 
 // loadKprobe returns the embedded CollectionSpec for kprobe.
@@ -275,25 +284,29 @@ type kprobeSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type kprobeProgramSpecs struct {
-	WeftExec             *ebpf.ProgramSpec `ebpf:"weft_exec"`
-	WeftExit             *ebpf.ProgramSpec `ebpf:"weft_exit"`
-	WeftFork             *ebpf.ProgramSpec `ebpf:"weft_fork"`
-	WeftGoNewproc1       *ebpf.ProgramSpec `ebpf:"weft_go_newproc1"`
-	WeftGoNewproc1Ret    *ebpf.ProgramSpec `ebpf:"weft_go_newproc1_ret"`
-	WeftGoRoundtrip      *ebpf.ProgramSpec `ebpf:"weft_go_roundtrip"`
-	WeftGoWriteloop      *ebpf.ProgramSpec `ebpf:"weft_go_writeloop"`
-	WeftInject           *ebpf.ProgramSpec `ebpf:"weft_inject"`
-	WeftSample           *ebpf.ProgramSpec `ebpf:"weft_sample"`
-	WeftSockState        *ebpf.ProgramSpec `ebpf:"weft_sock_state"`
-	WeftSockops          *ebpf.ProgramSpec `ebpf:"weft_sockops"`
-	WeftSockopsAny       *ebpf.ProgramSpec `ebpf:"weft_sockops_any"`
-	WeftSysIoctl         *ebpf.ProgramSpec `ebpf:"weft_sys_ioctl"`
-	WeftTcpBpfSendmsg    *ebpf.ProgramSpec `ebpf:"weft_tcp_bpf_sendmsg"`
-	WeftTcpBpfSendmsgRet *ebpf.ProgramSpec `ebpf:"weft_tcp_bpf_sendmsg_ret"`
-	WeftTcpRecvmsg       *ebpf.ProgramSpec `ebpf:"weft_tcp_recvmsg"`
-	WeftTcpRecvmsgRet    *ebpf.ProgramSpec `ebpf:"weft_tcp_recvmsg_ret"`
-	WeftTcpSendmsg       *ebpf.ProgramSpec `ebpf:"weft_tcp_sendmsg"`
-	WeftTcpSendmsgRet    *ebpf.ProgramSpec `ebpf:"weft_tcp_sendmsg_ret"`
+	WeftExec               *ebpf.ProgramSpec `ebpf:"weft_exec"`
+	WeftExit               *ebpf.ProgramSpec `ebpf:"weft_exit"`
+	WeftFork               *ebpf.ProgramSpec `ebpf:"weft_fork"`
+	WeftGoNewproc1         *ebpf.ProgramSpec `ebpf:"weft_go_newproc1"`
+	WeftGoNewproc1Ret      *ebpf.ProgramSpec `ebpf:"weft_go_newproc1_ret"`
+	WeftGoRoundtrip        *ebpf.ProgramSpec `ebpf:"weft_go_roundtrip"`
+	WeftGoWriteloop        *ebpf.ProgramSpec `ebpf:"weft_go_writeloop"`
+	WeftInject             *ebpf.ProgramSpec `ebpf:"weft_inject"`
+	WeftNgxConnectPeer     *ebpf.ProgramSpec `ebpf:"weft_ngx_connect_peer"`
+	WeftNgxConnectPeerRet  *ebpf.ProgramSpec `ebpf:"weft_ngx_connect_peer_ret"`
+	WeftNgxUpstreamInit    *ebpf.ProgramSpec `ebpf:"weft_ngx_upstream_init"`
+	WeftNgxUpstreamInitRet *ebpf.ProgramSpec `ebpf:"weft_ngx_upstream_init_ret"`
+	WeftSample             *ebpf.ProgramSpec `ebpf:"weft_sample"`
+	WeftSockState          *ebpf.ProgramSpec `ebpf:"weft_sock_state"`
+	WeftSockops            *ebpf.ProgramSpec `ebpf:"weft_sockops"`
+	WeftSockopsAny         *ebpf.ProgramSpec `ebpf:"weft_sockops_any"`
+	WeftSysIoctl           *ebpf.ProgramSpec `ebpf:"weft_sys_ioctl"`
+	WeftTcpBpfSendmsg      *ebpf.ProgramSpec `ebpf:"weft_tcp_bpf_sendmsg"`
+	WeftTcpBpfSendmsgRet   *ebpf.ProgramSpec `ebpf:"weft_tcp_bpf_sendmsg_ret"`
+	WeftTcpRecvmsg         *ebpf.ProgramSpec `ebpf:"weft_tcp_recvmsg"`
+	WeftTcpRecvmsgRet      *ebpf.ProgramSpec `ebpf:"weft_tcp_recvmsg_ret"`
+	WeftTcpSendmsg         *ebpf.ProgramSpec `ebpf:"weft_tcp_sendmsg"`
+	WeftTcpSendmsgRet      *ebpf.ProgramSpec `ebpf:"weft_tcp_sendmsg_ret"`
 }
 
 // kprobeMapSpecs contains maps before they are loaded into the kernel.
@@ -302,6 +315,7 @@ type kprobeProgramSpecs struct {
 type kprobeMapSpecs struct {
 	ActiveCtx       *ebpf.MapSpec `ebpf:"active_ctx"`
 	ClientSocks     *ebpf.MapSpec `ebpf:"client_socks"`
+	ConnParent      *ebpf.MapSpec `ebpf:"conn_parent"`
 	ConnVerdicts    *ebpf.MapSpec `ebpf:"conn_verdicts"`
 	Connecting      *ebpf.MapSpec `ebpf:"connecting"`
 	EagainRetry     *ebpf.MapSpec `ebpf:"eagain_retry"`
@@ -316,6 +330,8 @@ type kprobeMapSpecs struct {
 	InflightSend    *ebpf.MapSpec `ebpf:"inflight_send"`
 	InjectScratch   *ebpf.MapSpec `ebpf:"inject_scratch"`
 	KeyLoad         *ebpf.MapSpec `ebpf:"key_load"`
+	NgxConnecting   *ebpf.MapSpec `ebpf:"ngx_connecting"`
+	NgxUpstreamFor  *ebpf.MapSpec `ebpf:"ngx_upstream_for"`
 	PendingHead     *ebpf.MapSpec `ebpf:"pending_head"`
 	PidFilter       *ebpf.MapSpec `ebpf:"pid_filter"`
 	ProcMode        *ebpf.MapSpec `ebpf:"proc_mode"`
@@ -372,6 +388,7 @@ func (o *kprobeObjects) Close() error {
 type kprobeMaps struct {
 	ActiveCtx       *ebpf.Map `ebpf:"active_ctx"`
 	ClientSocks     *ebpf.Map `ebpf:"client_socks"`
+	ConnParent      *ebpf.Map `ebpf:"conn_parent"`
 	ConnVerdicts    *ebpf.Map `ebpf:"conn_verdicts"`
 	Connecting      *ebpf.Map `ebpf:"connecting"`
 	EagainRetry     *ebpf.Map `ebpf:"eagain_retry"`
@@ -386,6 +403,8 @@ type kprobeMaps struct {
 	InflightSend    *ebpf.Map `ebpf:"inflight_send"`
 	InjectScratch   *ebpf.Map `ebpf:"inject_scratch"`
 	KeyLoad         *ebpf.Map `ebpf:"key_load"`
+	NgxConnecting   *ebpf.Map `ebpf:"ngx_connecting"`
+	NgxUpstreamFor  *ebpf.Map `ebpf:"ngx_upstream_for"`
 	PendingHead     *ebpf.Map `ebpf:"pending_head"`
 	PidFilter       *ebpf.Map `ebpf:"pid_filter"`
 	ProcMode        *ebpf.Map `ebpf:"proc_mode"`
@@ -408,6 +427,7 @@ func (m *kprobeMaps) Close() error {
 	return _KprobeClose(
 		m.ActiveCtx,
 		m.ClientSocks,
+		m.ConnParent,
 		m.ConnVerdicts,
 		m.Connecting,
 		m.EagainRetry,
@@ -422,6 +442,8 @@ func (m *kprobeMaps) Close() error {
 		m.InflightSend,
 		m.InjectScratch,
 		m.KeyLoad,
+		m.NgxConnecting,
+		m.NgxUpstreamFor,
 		m.PendingHead,
 		m.PidFilter,
 		m.ProcMode,
@@ -461,25 +483,29 @@ type kprobeVariables struct {
 //
 // It can be passed to loadKprobeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type kprobePrograms struct {
-	WeftExec             *ebpf.Program `ebpf:"weft_exec"`
-	WeftExit             *ebpf.Program `ebpf:"weft_exit"`
-	WeftFork             *ebpf.Program `ebpf:"weft_fork"`
-	WeftGoNewproc1       *ebpf.Program `ebpf:"weft_go_newproc1"`
-	WeftGoNewproc1Ret    *ebpf.Program `ebpf:"weft_go_newproc1_ret"`
-	WeftGoRoundtrip      *ebpf.Program `ebpf:"weft_go_roundtrip"`
-	WeftGoWriteloop      *ebpf.Program `ebpf:"weft_go_writeloop"`
-	WeftInject           *ebpf.Program `ebpf:"weft_inject"`
-	WeftSample           *ebpf.Program `ebpf:"weft_sample"`
-	WeftSockState        *ebpf.Program `ebpf:"weft_sock_state"`
-	WeftSockops          *ebpf.Program `ebpf:"weft_sockops"`
-	WeftSockopsAny       *ebpf.Program `ebpf:"weft_sockops_any"`
-	WeftSysIoctl         *ebpf.Program `ebpf:"weft_sys_ioctl"`
-	WeftTcpBpfSendmsg    *ebpf.Program `ebpf:"weft_tcp_bpf_sendmsg"`
-	WeftTcpBpfSendmsgRet *ebpf.Program `ebpf:"weft_tcp_bpf_sendmsg_ret"`
-	WeftTcpRecvmsg       *ebpf.Program `ebpf:"weft_tcp_recvmsg"`
-	WeftTcpRecvmsgRet    *ebpf.Program `ebpf:"weft_tcp_recvmsg_ret"`
-	WeftTcpSendmsg       *ebpf.Program `ebpf:"weft_tcp_sendmsg"`
-	WeftTcpSendmsgRet    *ebpf.Program `ebpf:"weft_tcp_sendmsg_ret"`
+	WeftExec               *ebpf.Program `ebpf:"weft_exec"`
+	WeftExit               *ebpf.Program `ebpf:"weft_exit"`
+	WeftFork               *ebpf.Program `ebpf:"weft_fork"`
+	WeftGoNewproc1         *ebpf.Program `ebpf:"weft_go_newproc1"`
+	WeftGoNewproc1Ret      *ebpf.Program `ebpf:"weft_go_newproc1_ret"`
+	WeftGoRoundtrip        *ebpf.Program `ebpf:"weft_go_roundtrip"`
+	WeftGoWriteloop        *ebpf.Program `ebpf:"weft_go_writeloop"`
+	WeftInject             *ebpf.Program `ebpf:"weft_inject"`
+	WeftNgxConnectPeer     *ebpf.Program `ebpf:"weft_ngx_connect_peer"`
+	WeftNgxConnectPeerRet  *ebpf.Program `ebpf:"weft_ngx_connect_peer_ret"`
+	WeftNgxUpstreamInit    *ebpf.Program `ebpf:"weft_ngx_upstream_init"`
+	WeftNgxUpstreamInitRet *ebpf.Program `ebpf:"weft_ngx_upstream_init_ret"`
+	WeftSample             *ebpf.Program `ebpf:"weft_sample"`
+	WeftSockState          *ebpf.Program `ebpf:"weft_sock_state"`
+	WeftSockops            *ebpf.Program `ebpf:"weft_sockops"`
+	WeftSockopsAny         *ebpf.Program `ebpf:"weft_sockops_any"`
+	WeftSysIoctl           *ebpf.Program `ebpf:"weft_sys_ioctl"`
+	WeftTcpBpfSendmsg      *ebpf.Program `ebpf:"weft_tcp_bpf_sendmsg"`
+	WeftTcpBpfSendmsgRet   *ebpf.Program `ebpf:"weft_tcp_bpf_sendmsg_ret"`
+	WeftTcpRecvmsg         *ebpf.Program `ebpf:"weft_tcp_recvmsg"`
+	WeftTcpRecvmsgRet      *ebpf.Program `ebpf:"weft_tcp_recvmsg_ret"`
+	WeftTcpSendmsg         *ebpf.Program `ebpf:"weft_tcp_sendmsg"`
+	WeftTcpSendmsgRet      *ebpf.Program `ebpf:"weft_tcp_sendmsg_ret"`
 }
 
 func (p *kprobePrograms) Close() error {
@@ -492,6 +518,10 @@ func (p *kprobePrograms) Close() error {
 		p.WeftGoRoundtrip,
 		p.WeftGoWriteloop,
 		p.WeftInject,
+		p.WeftNgxConnectPeer,
+		p.WeftNgxConnectPeerRet,
+		p.WeftNgxUpstreamInit,
+		p.WeftNgxUpstreamInitRet,
 		p.WeftSample,
 		p.WeftSockState,
 		p.WeftSockops,

@@ -47,21 +47,33 @@ type Correlation struct {
 	Reason string // for the log and `weft doctor`
 }
 
+// hookPlan is what a runtime needs attached to one process, and the mode
+// the process falls back to when it cannot be (hooks off or failing).
+type hookPlan struct {
+	attach   func(coll *ebpf.Collection, pid int) (io.Closer, error)
+	fallback Correlation
+}
+
 // Classify reads a process's executable and says how its requests can be
 // followed: by goroutine for Go programs weft has hooks for, fail-closed
 // for Go programs it has none for (their goroutines move between threads,
-// so a thread names no request), by thread otherwise.
-func Classify(pid int) (Correlation, *goexec.Binary) {
+// so a thread names no request), by thread otherwise, with nginx's
+// upstream hooks where the executable is nginx.
+func Classify(pid int) (Correlation, *hookPlan) {
 	exe := "/proc/" + strconv.Itoa(pid) + "/exe"
 	bin, err := goexec.Open(exe)
 	switch {
 	case errors.Is(err, goexec.ErrNotGo):
+		if isNginx(exe) {
+			return Correlation{ModeThread, "nginx: upstream requests tied to their downstream request"},
+				&hookPlan{attach: attachNginx, fallback: Correlation{ModeThread, "nginx without upstream hooks: by thread"}}
+		}
 		return Correlation{ModeThread, "not a Go program"}, nil
 	case err != nil:
 		return Correlation{ModeRefuse, fmt.Sprintf("cannot read the executable: %v", err)}, nil
 	}
 	if why := bin.Unsupported(); why != "" {
-		return Correlation{ModeRefuse, why}, bin
+		return Correlation{ModeRefuse, why}, nil
 	}
 	what := "goroutine hooks"
 	if bin.NetHTTPClient() {
@@ -70,13 +82,16 @@ func Classify(pid int) (Correlation, *goexec.Binary) {
 	if bin.Stripped {
 		what += ", functions from the Go table (stripped binary)"
 	}
-	return Correlation{ModeGo, bin.GoVersion + ": " + what}, bin
+	return Correlation{ModeGo, bin.GoVersion + ": " + what}, &hookPlan{
+		attach:   func(coll *ebpf.Collection, pid int) (io.Closer, error) { return attachGo(coll, pid, bin) },
+		fallback: Correlation{ModeRefuse, bin.GoVersion + ": no goroutine hooks"},
+	}
 }
 
-// goHooks are one process's uprobes on its Go runtime.
-type goHooks []link.Link
+// hookLinks are one process's uprobes on its runtime.
+type hookLinks []link.Link
 
-func (h goHooks) Close() error {
+func (h hookLinks) Close() error {
 	var errs []error
 	for _, l := range h {
 		errs = append(errs, l.Close())
@@ -91,7 +106,7 @@ func attachGo(coll *ebpf.Collection, pid int, bin *goexec.Binary) (io.Closer, er
 	if err != nil {
 		return nil, fmt.Errorf("open executable: %w", err)
 	}
-	var hooks goHooks
+	var hooks hookLinks
 	add := func(prog string, fn string, addr uint64) error {
 		l, err := ex.Uprobe(fn, coll.Programs[prog], &link.UprobeOptions{Address: addr, PID: pid})
 		if err != nil {
@@ -124,22 +139,24 @@ func attachGo(coll *ebpf.Collection, pid int, bin *goexec.Binary) (io.Closer, er
 // tells the kernel side. Where hooks cannot attach, the process is
 // followed fail-closed: its client spans start their own traces.
 func (t *Tracer) setupRuntime(pid uint32) Correlation {
-	c, bin := Classify(int(pid))
+	c, plan := Classify(int(pid))
 	t.rtMu.Lock()
 	defer t.rtMu.Unlock()
-	if old := t.goHooks[pid]; old != nil {
+	if old := t.rtHooks[pid]; old != nil {
 		old.Close()
-		delete(t.goHooks, pid)
+		delete(t.rtHooks, pid)
 	}
-	if c.Mode == ModeGo && !t.hooks {
-		c = Correlation{ModeRefuse, bin.GoVersion + ": runtime hooks are off (runtime_hooks)"}
-	}
-	if c.Mode == ModeGo {
-		h, err := attachGo(t.coll, int(pid), bin)
-		if err != nil {
-			c = Correlation{ModeRefuse, fmt.Sprintf("%s: hooks failed to attach: %v", bin.GoVersion, err)}
+	switch {
+	case plan == nil:
+	case !t.hooks:
+		c = plan.fallback
+		c.Reason += " (runtime_hooks off)"
+	default:
+		if h, err := plan.attach(t.coll, int(pid)); err != nil {
+			c = plan.fallback
+			c.Reason += fmt.Sprintf(" (hooks failed to attach: %v)", err)
 		} else {
-			t.goHooks[pid] = h
+			t.rtHooks[pid] = h
 		}
 	}
 	var cur uint8
@@ -183,9 +200,9 @@ func (t *Tracer) ProcessExeced(pid uint32) {
 func (t *Tracer) ProcessGone(pid uint32) {
 	t.rtMu.Lock()
 	defer t.rtMu.Unlock()
-	if h := t.goHooks[pid]; h != nil {
+	if h := t.rtHooks[pid]; h != nil {
 		h.Close()
-		delete(t.goHooks, pid)
+		delete(t.rtHooks, pid)
 	}
 	delete(t.corrs, pid)
 }

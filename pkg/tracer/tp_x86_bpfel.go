@@ -113,12 +113,14 @@ type tpPendingHead struct {
 }
 
 type tpServing struct {
-	_       structs.HostLayout
-	Key     uint64
-	G       uint64
-	SpanId  [8]uint8
-	Pending uint32
-	Pad     uint32
+	_          structs.HostLayout
+	Key        uint64
+	G          uint64
+	TraceId    [16]uint8
+	SpanId     [8]uint8
+	Pending    uint32
+	TraceFlags uint8
+	Pad        [3]uint8
 }
 
 type tpSpanCtx struct {
@@ -229,77 +231,84 @@ const (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	tpMapActiveCtx          = "active_ctx"
-	tpMapClientSocks        = "client_socks"
-	tpMapConnVerdicts       = "conn_verdicts"
-	tpMapConnecting         = "connecting"
-	tpMapEagainRetry        = "eagain_retry"
-	tpMapEvents             = "events"
-	tpMapGoActive           = "go_active"
-	tpMapGoCreating         = "go_creating"
-	tpMapGoRoute            = "go_route"
-	tpMapGoSender           = "go_sender"
-	tpMapGoWriter           = "go_writer"
-	tpMapInflightCalls      = "inflight_calls"
-	tpMapInjectScratch      = "inject_scratch"
-	tpMapKeyLoad            = "key_load"
-	tpMapPendingHead        = "pending_head"
-	tpMapPidFilter          = "pid_filter"
-	tpMapProcMode           = "proc_mode"
-	tpMapSamples            = "samples"
-	tpMapSamplesBegun       = "samples_begun"
-	tpMapScratch            = "scratch"
-	tpMapSentCtx            = "sent_ctx"
-	tpMapServingSock        = "serving_sock"
-	tpMapSplitRequests      = "split_requests"
-	tpMapStartPrefixes      = "start_prefixes"
-	tpMapStats              = "stats"
-	tpMapThreadKey          = "thread_key"
-	tpMapThreadParent       = "thread_parent"
-	tpMapThreadSlot         = "thread_slot"
-	tpMapTracesCtxV1        = "traces_ctx_v1"
-	tpMapTrackedSocks       = "tracked_socks"
-	tpProgWeftEnterIoctl    = "weft_enter_ioctl"
-	tpProgWeftEnterRead     = "weft_enter_read"
-	tpProgWeftEnterReadv    = "weft_enter_readv"
-	tpProgWeftEnterRecvfrom = "weft_enter_recvfrom"
-	tpProgWeftEnterRecvmsg  = "weft_enter_recvmsg"
-	tpProgWeftEnterSendmsg  = "weft_enter_sendmsg"
-	tpProgWeftEnterSendto   = "weft_enter_sendto"
-	tpProgWeftEnterWrite    = "weft_enter_write"
-	tpProgWeftEnterWritev   = "weft_enter_writev"
-	tpProgWeftExec          = "weft_exec"
-	tpProgWeftExit          = "weft_exit"
-	tpProgWeftExitRead      = "weft_exit_read"
-	tpProgWeftExitReadv     = "weft_exit_readv"
-	tpProgWeftExitRecvfrom  = "weft_exit_recvfrom"
-	tpProgWeftExitRecvmsg   = "weft_exit_recvmsg"
-	tpProgWeftExitSendmsg   = "weft_exit_sendmsg"
-	tpProgWeftExitSendto    = "weft_exit_sendto"
-	tpProgWeftExitWrite     = "weft_exit_write"
-	tpProgWeftExitWritev    = "weft_exit_writev"
-	tpProgWeftFork          = "weft_fork"
-	tpProgWeftGoNewproc1    = "weft_go_newproc1"
-	tpProgWeftGoNewproc1Ret = "weft_go_newproc1_ret"
-	tpProgWeftGoRoundtrip   = "weft_go_roundtrip"
-	tpProgWeftGoWriteloop   = "weft_go_writeloop"
-	tpProgWeftInject        = "weft_inject"
-	tpProgWeftSample        = "weft_sample"
-	tpProgWeftSockRecv      = "weft_sock_recv"
-	tpProgWeftSockSend      = "weft_sock_send"
-	tpProgWeftSockState     = "weft_sock_state"
-	tpProgWeftSockops       = "weft_sockops"
-	tpProgWeftSockopsAny    = "weft_sockops_any"
-	tpVarCaptureMax         = "capture_max"
-	tpVarNotifyExec         = "notify_exec"
-	tpVarSelfPid            = "self_pid"
-	tpVarTraceAll           = "trace_all"
-	tpVarUnusedCtxKind      = "unused_ctx_kind"
-	tpVarUnusedDirection    = "unused_direction"
-	tpVarUnusedEventKind    = "unused_event_kind"
-	tpVarUnusedProcMode     = "unused_proc_mode"
-	tpVarUnusedStackSample  = "unused_stack_sample"
-	tpVarUnusedStat         = "unused_stat"
+	tpMapActiveCtx               = "active_ctx"
+	tpMapClientSocks             = "client_socks"
+	tpMapConnParent              = "conn_parent"
+	tpMapConnVerdicts            = "conn_verdicts"
+	tpMapConnecting              = "connecting"
+	tpMapEagainRetry             = "eagain_retry"
+	tpMapEvents                  = "events"
+	tpMapGoActive                = "go_active"
+	tpMapGoCreating              = "go_creating"
+	tpMapGoRoute                 = "go_route"
+	tpMapGoSender                = "go_sender"
+	tpMapGoWriter                = "go_writer"
+	tpMapInflightCalls           = "inflight_calls"
+	tpMapInjectScratch           = "inject_scratch"
+	tpMapKeyLoad                 = "key_load"
+	tpMapNgxConnecting           = "ngx_connecting"
+	tpMapNgxUpstreamFor          = "ngx_upstream_for"
+	tpMapPendingHead             = "pending_head"
+	tpMapPidFilter               = "pid_filter"
+	tpMapProcMode                = "proc_mode"
+	tpMapSamples                 = "samples"
+	tpMapSamplesBegun            = "samples_begun"
+	tpMapScratch                 = "scratch"
+	tpMapSentCtx                 = "sent_ctx"
+	tpMapServingSock             = "serving_sock"
+	tpMapSplitRequests           = "split_requests"
+	tpMapStartPrefixes           = "start_prefixes"
+	tpMapStats                   = "stats"
+	tpMapThreadKey               = "thread_key"
+	tpMapThreadParent            = "thread_parent"
+	tpMapThreadSlot              = "thread_slot"
+	tpMapTracesCtxV1             = "traces_ctx_v1"
+	tpMapTrackedSocks            = "tracked_socks"
+	tpProgWeftEnterIoctl         = "weft_enter_ioctl"
+	tpProgWeftEnterRead          = "weft_enter_read"
+	tpProgWeftEnterReadv         = "weft_enter_readv"
+	tpProgWeftEnterRecvfrom      = "weft_enter_recvfrom"
+	tpProgWeftEnterRecvmsg       = "weft_enter_recvmsg"
+	tpProgWeftEnterSendmsg       = "weft_enter_sendmsg"
+	tpProgWeftEnterSendto        = "weft_enter_sendto"
+	tpProgWeftEnterWrite         = "weft_enter_write"
+	tpProgWeftEnterWritev        = "weft_enter_writev"
+	tpProgWeftExec               = "weft_exec"
+	tpProgWeftExit               = "weft_exit"
+	tpProgWeftExitRead           = "weft_exit_read"
+	tpProgWeftExitReadv          = "weft_exit_readv"
+	tpProgWeftExitRecvfrom       = "weft_exit_recvfrom"
+	tpProgWeftExitRecvmsg        = "weft_exit_recvmsg"
+	tpProgWeftExitSendmsg        = "weft_exit_sendmsg"
+	tpProgWeftExitSendto         = "weft_exit_sendto"
+	tpProgWeftExitWrite          = "weft_exit_write"
+	tpProgWeftExitWritev         = "weft_exit_writev"
+	tpProgWeftFork               = "weft_fork"
+	tpProgWeftGoNewproc1         = "weft_go_newproc1"
+	tpProgWeftGoNewproc1Ret      = "weft_go_newproc1_ret"
+	tpProgWeftGoRoundtrip        = "weft_go_roundtrip"
+	tpProgWeftGoWriteloop        = "weft_go_writeloop"
+	tpProgWeftInject             = "weft_inject"
+	tpProgWeftNgxConnectPeer     = "weft_ngx_connect_peer"
+	tpProgWeftNgxConnectPeerRet  = "weft_ngx_connect_peer_ret"
+	tpProgWeftNgxUpstreamInit    = "weft_ngx_upstream_init"
+	tpProgWeftNgxUpstreamInitRet = "weft_ngx_upstream_init_ret"
+	tpProgWeftSample             = "weft_sample"
+	tpProgWeftSockRecv           = "weft_sock_recv"
+	tpProgWeftSockSend           = "weft_sock_send"
+	tpProgWeftSockState          = "weft_sock_state"
+	tpProgWeftSockops            = "weft_sockops"
+	tpProgWeftSockopsAny         = "weft_sockops_any"
+	tpVarCaptureMax              = "capture_max"
+	tpVarNotifyExec              = "notify_exec"
+	tpVarSelfPid                 = "self_pid"
+	tpVarTraceAll                = "trace_all"
+	tpVarUnusedCtxKind           = "unused_ctx_kind"
+	tpVarUnusedDirection         = "unused_direction"
+	tpVarUnusedEventKind         = "unused_event_kind"
+	tpVarUnusedProcMode          = "unused_proc_mode"
+	tpVarUnusedStackSample       = "unused_stack_sample"
+	tpVarUnusedStat              = "unused_stat"
 )
 
 // loadTp returns the embedded CollectionSpec for tp.
@@ -344,73 +353,80 @@ type tpSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type tpProgramSpecs struct {
-	WeftEnterIoctl    *ebpf.ProgramSpec `ebpf:"weft_enter_ioctl"`
-	WeftEnterRead     *ebpf.ProgramSpec `ebpf:"weft_enter_read"`
-	WeftEnterReadv    *ebpf.ProgramSpec `ebpf:"weft_enter_readv"`
-	WeftEnterRecvfrom *ebpf.ProgramSpec `ebpf:"weft_enter_recvfrom"`
-	WeftEnterRecvmsg  *ebpf.ProgramSpec `ebpf:"weft_enter_recvmsg"`
-	WeftEnterSendmsg  *ebpf.ProgramSpec `ebpf:"weft_enter_sendmsg"`
-	WeftEnterSendto   *ebpf.ProgramSpec `ebpf:"weft_enter_sendto"`
-	WeftEnterWrite    *ebpf.ProgramSpec `ebpf:"weft_enter_write"`
-	WeftEnterWritev   *ebpf.ProgramSpec `ebpf:"weft_enter_writev"`
-	WeftExec          *ebpf.ProgramSpec `ebpf:"weft_exec"`
-	WeftExit          *ebpf.ProgramSpec `ebpf:"weft_exit"`
-	WeftExitRead      *ebpf.ProgramSpec `ebpf:"weft_exit_read"`
-	WeftExitReadv     *ebpf.ProgramSpec `ebpf:"weft_exit_readv"`
-	WeftExitRecvfrom  *ebpf.ProgramSpec `ebpf:"weft_exit_recvfrom"`
-	WeftExitRecvmsg   *ebpf.ProgramSpec `ebpf:"weft_exit_recvmsg"`
-	WeftExitSendmsg   *ebpf.ProgramSpec `ebpf:"weft_exit_sendmsg"`
-	WeftExitSendto    *ebpf.ProgramSpec `ebpf:"weft_exit_sendto"`
-	WeftExitWrite     *ebpf.ProgramSpec `ebpf:"weft_exit_write"`
-	WeftExitWritev    *ebpf.ProgramSpec `ebpf:"weft_exit_writev"`
-	WeftFork          *ebpf.ProgramSpec `ebpf:"weft_fork"`
-	WeftGoNewproc1    *ebpf.ProgramSpec `ebpf:"weft_go_newproc1"`
-	WeftGoNewproc1Ret *ebpf.ProgramSpec `ebpf:"weft_go_newproc1_ret"`
-	WeftGoRoundtrip   *ebpf.ProgramSpec `ebpf:"weft_go_roundtrip"`
-	WeftGoWriteloop   *ebpf.ProgramSpec `ebpf:"weft_go_writeloop"`
-	WeftInject        *ebpf.ProgramSpec `ebpf:"weft_inject"`
-	WeftSample        *ebpf.ProgramSpec `ebpf:"weft_sample"`
-	WeftSockRecv      *ebpf.ProgramSpec `ebpf:"weft_sock_recv"`
-	WeftSockSend      *ebpf.ProgramSpec `ebpf:"weft_sock_send"`
-	WeftSockState     *ebpf.ProgramSpec `ebpf:"weft_sock_state"`
-	WeftSockops       *ebpf.ProgramSpec `ebpf:"weft_sockops"`
-	WeftSockopsAny    *ebpf.ProgramSpec `ebpf:"weft_sockops_any"`
+	WeftEnterIoctl         *ebpf.ProgramSpec `ebpf:"weft_enter_ioctl"`
+	WeftEnterRead          *ebpf.ProgramSpec `ebpf:"weft_enter_read"`
+	WeftEnterReadv         *ebpf.ProgramSpec `ebpf:"weft_enter_readv"`
+	WeftEnterRecvfrom      *ebpf.ProgramSpec `ebpf:"weft_enter_recvfrom"`
+	WeftEnterRecvmsg       *ebpf.ProgramSpec `ebpf:"weft_enter_recvmsg"`
+	WeftEnterSendmsg       *ebpf.ProgramSpec `ebpf:"weft_enter_sendmsg"`
+	WeftEnterSendto        *ebpf.ProgramSpec `ebpf:"weft_enter_sendto"`
+	WeftEnterWrite         *ebpf.ProgramSpec `ebpf:"weft_enter_write"`
+	WeftEnterWritev        *ebpf.ProgramSpec `ebpf:"weft_enter_writev"`
+	WeftExec               *ebpf.ProgramSpec `ebpf:"weft_exec"`
+	WeftExit               *ebpf.ProgramSpec `ebpf:"weft_exit"`
+	WeftExitRead           *ebpf.ProgramSpec `ebpf:"weft_exit_read"`
+	WeftExitReadv          *ebpf.ProgramSpec `ebpf:"weft_exit_readv"`
+	WeftExitRecvfrom       *ebpf.ProgramSpec `ebpf:"weft_exit_recvfrom"`
+	WeftExitRecvmsg        *ebpf.ProgramSpec `ebpf:"weft_exit_recvmsg"`
+	WeftExitSendmsg        *ebpf.ProgramSpec `ebpf:"weft_exit_sendmsg"`
+	WeftExitSendto         *ebpf.ProgramSpec `ebpf:"weft_exit_sendto"`
+	WeftExitWrite          *ebpf.ProgramSpec `ebpf:"weft_exit_write"`
+	WeftExitWritev         *ebpf.ProgramSpec `ebpf:"weft_exit_writev"`
+	WeftFork               *ebpf.ProgramSpec `ebpf:"weft_fork"`
+	WeftGoNewproc1         *ebpf.ProgramSpec `ebpf:"weft_go_newproc1"`
+	WeftGoNewproc1Ret      *ebpf.ProgramSpec `ebpf:"weft_go_newproc1_ret"`
+	WeftGoRoundtrip        *ebpf.ProgramSpec `ebpf:"weft_go_roundtrip"`
+	WeftGoWriteloop        *ebpf.ProgramSpec `ebpf:"weft_go_writeloop"`
+	WeftInject             *ebpf.ProgramSpec `ebpf:"weft_inject"`
+	WeftNgxConnectPeer     *ebpf.ProgramSpec `ebpf:"weft_ngx_connect_peer"`
+	WeftNgxConnectPeerRet  *ebpf.ProgramSpec `ebpf:"weft_ngx_connect_peer_ret"`
+	WeftNgxUpstreamInit    *ebpf.ProgramSpec `ebpf:"weft_ngx_upstream_init"`
+	WeftNgxUpstreamInitRet *ebpf.ProgramSpec `ebpf:"weft_ngx_upstream_init_ret"`
+	WeftSample             *ebpf.ProgramSpec `ebpf:"weft_sample"`
+	WeftSockRecv           *ebpf.ProgramSpec `ebpf:"weft_sock_recv"`
+	WeftSockSend           *ebpf.ProgramSpec `ebpf:"weft_sock_send"`
+	WeftSockState          *ebpf.ProgramSpec `ebpf:"weft_sock_state"`
+	WeftSockops            *ebpf.ProgramSpec `ebpf:"weft_sockops"`
+	WeftSockopsAny         *ebpf.ProgramSpec `ebpf:"weft_sockops_any"`
 }
 
 // tpMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type tpMapSpecs struct {
-	ActiveCtx     *ebpf.MapSpec `ebpf:"active_ctx"`
-	ClientSocks   *ebpf.MapSpec `ebpf:"client_socks"`
-	ConnVerdicts  *ebpf.MapSpec `ebpf:"conn_verdicts"`
-	Connecting    *ebpf.MapSpec `ebpf:"connecting"`
-	EagainRetry   *ebpf.MapSpec `ebpf:"eagain_retry"`
-	Events        *ebpf.MapSpec `ebpf:"events"`
-	GoActive      *ebpf.MapSpec `ebpf:"go_active"`
-	GoCreating    *ebpf.MapSpec `ebpf:"go_creating"`
-	GoRoute       *ebpf.MapSpec `ebpf:"go_route"`
-	GoSender      *ebpf.MapSpec `ebpf:"go_sender"`
-	GoWriter      *ebpf.MapSpec `ebpf:"go_writer"`
-	InflightCalls *ebpf.MapSpec `ebpf:"inflight_calls"`
-	InjectScratch *ebpf.MapSpec `ebpf:"inject_scratch"`
-	KeyLoad       *ebpf.MapSpec `ebpf:"key_load"`
-	PendingHead   *ebpf.MapSpec `ebpf:"pending_head"`
-	PidFilter     *ebpf.MapSpec `ebpf:"pid_filter"`
-	ProcMode      *ebpf.MapSpec `ebpf:"proc_mode"`
-	Samples       *ebpf.MapSpec `ebpf:"samples"`
-	SamplesBegun  *ebpf.MapSpec `ebpf:"samples_begun"`
-	Scratch       *ebpf.MapSpec `ebpf:"scratch"`
-	SentCtx       *ebpf.MapSpec `ebpf:"sent_ctx"`
-	ServingSock   *ebpf.MapSpec `ebpf:"serving_sock"`
-	SplitRequests *ebpf.MapSpec `ebpf:"split_requests"`
-	StartPrefixes *ebpf.MapSpec `ebpf:"start_prefixes"`
-	Stats         *ebpf.MapSpec `ebpf:"stats"`
-	ThreadKey     *ebpf.MapSpec `ebpf:"thread_key"`
-	ThreadParent  *ebpf.MapSpec `ebpf:"thread_parent"`
-	ThreadSlot    *ebpf.MapSpec `ebpf:"thread_slot"`
-	TracesCtxV1   *ebpf.MapSpec `ebpf:"traces_ctx_v1"`
-	TrackedSocks  *ebpf.MapSpec `ebpf:"tracked_socks"`
+	ActiveCtx      *ebpf.MapSpec `ebpf:"active_ctx"`
+	ClientSocks    *ebpf.MapSpec `ebpf:"client_socks"`
+	ConnParent     *ebpf.MapSpec `ebpf:"conn_parent"`
+	ConnVerdicts   *ebpf.MapSpec `ebpf:"conn_verdicts"`
+	Connecting     *ebpf.MapSpec `ebpf:"connecting"`
+	EagainRetry    *ebpf.MapSpec `ebpf:"eagain_retry"`
+	Events         *ebpf.MapSpec `ebpf:"events"`
+	GoActive       *ebpf.MapSpec `ebpf:"go_active"`
+	GoCreating     *ebpf.MapSpec `ebpf:"go_creating"`
+	GoRoute        *ebpf.MapSpec `ebpf:"go_route"`
+	GoSender       *ebpf.MapSpec `ebpf:"go_sender"`
+	GoWriter       *ebpf.MapSpec `ebpf:"go_writer"`
+	InflightCalls  *ebpf.MapSpec `ebpf:"inflight_calls"`
+	InjectScratch  *ebpf.MapSpec `ebpf:"inject_scratch"`
+	KeyLoad        *ebpf.MapSpec `ebpf:"key_load"`
+	NgxConnecting  *ebpf.MapSpec `ebpf:"ngx_connecting"`
+	NgxUpstreamFor *ebpf.MapSpec `ebpf:"ngx_upstream_for"`
+	PendingHead    *ebpf.MapSpec `ebpf:"pending_head"`
+	PidFilter      *ebpf.MapSpec `ebpf:"pid_filter"`
+	ProcMode       *ebpf.MapSpec `ebpf:"proc_mode"`
+	Samples        *ebpf.MapSpec `ebpf:"samples"`
+	SamplesBegun   *ebpf.MapSpec `ebpf:"samples_begun"`
+	Scratch        *ebpf.MapSpec `ebpf:"scratch"`
+	SentCtx        *ebpf.MapSpec `ebpf:"sent_ctx"`
+	ServingSock    *ebpf.MapSpec `ebpf:"serving_sock"`
+	SplitRequests  *ebpf.MapSpec `ebpf:"split_requests"`
+	StartPrefixes  *ebpf.MapSpec `ebpf:"start_prefixes"`
+	Stats          *ebpf.MapSpec `ebpf:"stats"`
+	ThreadKey      *ebpf.MapSpec `ebpf:"thread_key"`
+	ThreadParent   *ebpf.MapSpec `ebpf:"thread_parent"`
+	ThreadSlot     *ebpf.MapSpec `ebpf:"thread_slot"`
+	TracesCtxV1    *ebpf.MapSpec `ebpf:"traces_ctx_v1"`
+	TrackedSocks   *ebpf.MapSpec `ebpf:"tracked_socks"`
 }
 
 // tpVariableSpecs contains global variables before they are loaded into the kernel.
@@ -449,42 +465,46 @@ func (o *tpObjects) Close() error {
 //
 // It can be passed to loadTpObjects or ebpf.CollectionSpec.LoadAndAssign.
 type tpMaps struct {
-	ActiveCtx     *ebpf.Map `ebpf:"active_ctx"`
-	ClientSocks   *ebpf.Map `ebpf:"client_socks"`
-	ConnVerdicts  *ebpf.Map `ebpf:"conn_verdicts"`
-	Connecting    *ebpf.Map `ebpf:"connecting"`
-	EagainRetry   *ebpf.Map `ebpf:"eagain_retry"`
-	Events        *ebpf.Map `ebpf:"events"`
-	GoActive      *ebpf.Map `ebpf:"go_active"`
-	GoCreating    *ebpf.Map `ebpf:"go_creating"`
-	GoRoute       *ebpf.Map `ebpf:"go_route"`
-	GoSender      *ebpf.Map `ebpf:"go_sender"`
-	GoWriter      *ebpf.Map `ebpf:"go_writer"`
-	InflightCalls *ebpf.Map `ebpf:"inflight_calls"`
-	InjectScratch *ebpf.Map `ebpf:"inject_scratch"`
-	KeyLoad       *ebpf.Map `ebpf:"key_load"`
-	PendingHead   *ebpf.Map `ebpf:"pending_head"`
-	PidFilter     *ebpf.Map `ebpf:"pid_filter"`
-	ProcMode      *ebpf.Map `ebpf:"proc_mode"`
-	Samples       *ebpf.Map `ebpf:"samples"`
-	SamplesBegun  *ebpf.Map `ebpf:"samples_begun"`
-	Scratch       *ebpf.Map `ebpf:"scratch"`
-	SentCtx       *ebpf.Map `ebpf:"sent_ctx"`
-	ServingSock   *ebpf.Map `ebpf:"serving_sock"`
-	SplitRequests *ebpf.Map `ebpf:"split_requests"`
-	StartPrefixes *ebpf.Map `ebpf:"start_prefixes"`
-	Stats         *ebpf.Map `ebpf:"stats"`
-	ThreadKey     *ebpf.Map `ebpf:"thread_key"`
-	ThreadParent  *ebpf.Map `ebpf:"thread_parent"`
-	ThreadSlot    *ebpf.Map `ebpf:"thread_slot"`
-	TracesCtxV1   *ebpf.Map `ebpf:"traces_ctx_v1"`
-	TrackedSocks  *ebpf.Map `ebpf:"tracked_socks"`
+	ActiveCtx      *ebpf.Map `ebpf:"active_ctx"`
+	ClientSocks    *ebpf.Map `ebpf:"client_socks"`
+	ConnParent     *ebpf.Map `ebpf:"conn_parent"`
+	ConnVerdicts   *ebpf.Map `ebpf:"conn_verdicts"`
+	Connecting     *ebpf.Map `ebpf:"connecting"`
+	EagainRetry    *ebpf.Map `ebpf:"eagain_retry"`
+	Events         *ebpf.Map `ebpf:"events"`
+	GoActive       *ebpf.Map `ebpf:"go_active"`
+	GoCreating     *ebpf.Map `ebpf:"go_creating"`
+	GoRoute        *ebpf.Map `ebpf:"go_route"`
+	GoSender       *ebpf.Map `ebpf:"go_sender"`
+	GoWriter       *ebpf.Map `ebpf:"go_writer"`
+	InflightCalls  *ebpf.Map `ebpf:"inflight_calls"`
+	InjectScratch  *ebpf.Map `ebpf:"inject_scratch"`
+	KeyLoad        *ebpf.Map `ebpf:"key_load"`
+	NgxConnecting  *ebpf.Map `ebpf:"ngx_connecting"`
+	NgxUpstreamFor *ebpf.Map `ebpf:"ngx_upstream_for"`
+	PendingHead    *ebpf.Map `ebpf:"pending_head"`
+	PidFilter      *ebpf.Map `ebpf:"pid_filter"`
+	ProcMode       *ebpf.Map `ebpf:"proc_mode"`
+	Samples        *ebpf.Map `ebpf:"samples"`
+	SamplesBegun   *ebpf.Map `ebpf:"samples_begun"`
+	Scratch        *ebpf.Map `ebpf:"scratch"`
+	SentCtx        *ebpf.Map `ebpf:"sent_ctx"`
+	ServingSock    *ebpf.Map `ebpf:"serving_sock"`
+	SplitRequests  *ebpf.Map `ebpf:"split_requests"`
+	StartPrefixes  *ebpf.Map `ebpf:"start_prefixes"`
+	Stats          *ebpf.Map `ebpf:"stats"`
+	ThreadKey      *ebpf.Map `ebpf:"thread_key"`
+	ThreadParent   *ebpf.Map `ebpf:"thread_parent"`
+	ThreadSlot     *ebpf.Map `ebpf:"thread_slot"`
+	TracesCtxV1    *ebpf.Map `ebpf:"traces_ctx_v1"`
+	TrackedSocks   *ebpf.Map `ebpf:"tracked_socks"`
 }
 
 func (m *tpMaps) Close() error {
 	return _TpClose(
 		m.ActiveCtx,
 		m.ClientSocks,
+		m.ConnParent,
 		m.ConnVerdicts,
 		m.Connecting,
 		m.EagainRetry,
@@ -497,6 +517,8 @@ func (m *tpMaps) Close() error {
 		m.InflightCalls,
 		m.InjectScratch,
 		m.KeyLoad,
+		m.NgxConnecting,
+		m.NgxUpstreamFor,
 		m.PendingHead,
 		m.PidFilter,
 		m.ProcMode,
@@ -536,37 +558,41 @@ type tpVariables struct {
 //
 // It can be passed to loadTpObjects or ebpf.CollectionSpec.LoadAndAssign.
 type tpPrograms struct {
-	WeftEnterIoctl    *ebpf.Program `ebpf:"weft_enter_ioctl"`
-	WeftEnterRead     *ebpf.Program `ebpf:"weft_enter_read"`
-	WeftEnterReadv    *ebpf.Program `ebpf:"weft_enter_readv"`
-	WeftEnterRecvfrom *ebpf.Program `ebpf:"weft_enter_recvfrom"`
-	WeftEnterRecvmsg  *ebpf.Program `ebpf:"weft_enter_recvmsg"`
-	WeftEnterSendmsg  *ebpf.Program `ebpf:"weft_enter_sendmsg"`
-	WeftEnterSendto   *ebpf.Program `ebpf:"weft_enter_sendto"`
-	WeftEnterWrite    *ebpf.Program `ebpf:"weft_enter_write"`
-	WeftEnterWritev   *ebpf.Program `ebpf:"weft_enter_writev"`
-	WeftExec          *ebpf.Program `ebpf:"weft_exec"`
-	WeftExit          *ebpf.Program `ebpf:"weft_exit"`
-	WeftExitRead      *ebpf.Program `ebpf:"weft_exit_read"`
-	WeftExitReadv     *ebpf.Program `ebpf:"weft_exit_readv"`
-	WeftExitRecvfrom  *ebpf.Program `ebpf:"weft_exit_recvfrom"`
-	WeftExitRecvmsg   *ebpf.Program `ebpf:"weft_exit_recvmsg"`
-	WeftExitSendmsg   *ebpf.Program `ebpf:"weft_exit_sendmsg"`
-	WeftExitSendto    *ebpf.Program `ebpf:"weft_exit_sendto"`
-	WeftExitWrite     *ebpf.Program `ebpf:"weft_exit_write"`
-	WeftExitWritev    *ebpf.Program `ebpf:"weft_exit_writev"`
-	WeftFork          *ebpf.Program `ebpf:"weft_fork"`
-	WeftGoNewproc1    *ebpf.Program `ebpf:"weft_go_newproc1"`
-	WeftGoNewproc1Ret *ebpf.Program `ebpf:"weft_go_newproc1_ret"`
-	WeftGoRoundtrip   *ebpf.Program `ebpf:"weft_go_roundtrip"`
-	WeftGoWriteloop   *ebpf.Program `ebpf:"weft_go_writeloop"`
-	WeftInject        *ebpf.Program `ebpf:"weft_inject"`
-	WeftSample        *ebpf.Program `ebpf:"weft_sample"`
-	WeftSockRecv      *ebpf.Program `ebpf:"weft_sock_recv"`
-	WeftSockSend      *ebpf.Program `ebpf:"weft_sock_send"`
-	WeftSockState     *ebpf.Program `ebpf:"weft_sock_state"`
-	WeftSockops       *ebpf.Program `ebpf:"weft_sockops"`
-	WeftSockopsAny    *ebpf.Program `ebpf:"weft_sockops_any"`
+	WeftEnterIoctl         *ebpf.Program `ebpf:"weft_enter_ioctl"`
+	WeftEnterRead          *ebpf.Program `ebpf:"weft_enter_read"`
+	WeftEnterReadv         *ebpf.Program `ebpf:"weft_enter_readv"`
+	WeftEnterRecvfrom      *ebpf.Program `ebpf:"weft_enter_recvfrom"`
+	WeftEnterRecvmsg       *ebpf.Program `ebpf:"weft_enter_recvmsg"`
+	WeftEnterSendmsg       *ebpf.Program `ebpf:"weft_enter_sendmsg"`
+	WeftEnterSendto        *ebpf.Program `ebpf:"weft_enter_sendto"`
+	WeftEnterWrite         *ebpf.Program `ebpf:"weft_enter_write"`
+	WeftEnterWritev        *ebpf.Program `ebpf:"weft_enter_writev"`
+	WeftExec               *ebpf.Program `ebpf:"weft_exec"`
+	WeftExit               *ebpf.Program `ebpf:"weft_exit"`
+	WeftExitRead           *ebpf.Program `ebpf:"weft_exit_read"`
+	WeftExitReadv          *ebpf.Program `ebpf:"weft_exit_readv"`
+	WeftExitRecvfrom       *ebpf.Program `ebpf:"weft_exit_recvfrom"`
+	WeftExitRecvmsg        *ebpf.Program `ebpf:"weft_exit_recvmsg"`
+	WeftExitSendmsg        *ebpf.Program `ebpf:"weft_exit_sendmsg"`
+	WeftExitSendto         *ebpf.Program `ebpf:"weft_exit_sendto"`
+	WeftExitWrite          *ebpf.Program `ebpf:"weft_exit_write"`
+	WeftExitWritev         *ebpf.Program `ebpf:"weft_exit_writev"`
+	WeftFork               *ebpf.Program `ebpf:"weft_fork"`
+	WeftGoNewproc1         *ebpf.Program `ebpf:"weft_go_newproc1"`
+	WeftGoNewproc1Ret      *ebpf.Program `ebpf:"weft_go_newproc1_ret"`
+	WeftGoRoundtrip        *ebpf.Program `ebpf:"weft_go_roundtrip"`
+	WeftGoWriteloop        *ebpf.Program `ebpf:"weft_go_writeloop"`
+	WeftInject             *ebpf.Program `ebpf:"weft_inject"`
+	WeftNgxConnectPeer     *ebpf.Program `ebpf:"weft_ngx_connect_peer"`
+	WeftNgxConnectPeerRet  *ebpf.Program `ebpf:"weft_ngx_connect_peer_ret"`
+	WeftNgxUpstreamInit    *ebpf.Program `ebpf:"weft_ngx_upstream_init"`
+	WeftNgxUpstreamInitRet *ebpf.Program `ebpf:"weft_ngx_upstream_init_ret"`
+	WeftSample             *ebpf.Program `ebpf:"weft_sample"`
+	WeftSockRecv           *ebpf.Program `ebpf:"weft_sock_recv"`
+	WeftSockSend           *ebpf.Program `ebpf:"weft_sock_send"`
+	WeftSockState          *ebpf.Program `ebpf:"weft_sock_state"`
+	WeftSockops            *ebpf.Program `ebpf:"weft_sockops"`
+	WeftSockopsAny         *ebpf.Program `ebpf:"weft_sockops_any"`
 }
 
 func (p *tpPrograms) Close() error {
@@ -596,6 +622,10 @@ func (p *tpPrograms) Close() error {
 		p.WeftGoRoundtrip,
 		p.WeftGoWriteloop,
 		p.WeftInject,
+		p.WeftNgxConnectPeer,
+		p.WeftNgxConnectPeerRet,
+		p.WeftNgxUpstreamInit,
+		p.WeftNgxUpstreamInitRet,
 		p.WeftSample,
 		p.WeftSockRecv,
 		p.WeftSockSend,

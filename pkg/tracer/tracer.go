@@ -68,7 +68,7 @@ type Tracer struct {
 
 	rtMu    sync.Mutex
 	corrs   map[uint32]Correlation // per traced process: how it is followed
-	goHooks map[uint32]io.Closer   // per process: its Go runtime uprobes
+	rtHooks map[uint32]io.Closer   // per process: its runtime's uprobes
 }
 
 // Spec returns the collection spec of a path, with nothing loaded.
@@ -149,7 +149,7 @@ func Open(opts Options) (*Tracer, error) {
 		return nil, err
 	}
 	t := &Tracer{path: opts.Path, coll: coll, inject: opts.Propagation, hooks: opts.RuntimeHooks,
-		log: slog.With("component", "tracer"), corrs: map[uint32]Correlation{}, goHooks: map[uint32]io.Closer{}}
+		log: slog.With("component", "tracer"), corrs: map[uint32]Correlation{}, rtHooks: map[uint32]io.Closer{}}
 	tgt := attachTarget{coll: coll, cgroup: opts.Cgroup}
 	if opts.Propagation && tgt.cgroup == "" {
 		if tgt.cgroup, err = kernel.FindMount("cgroup2"); err != nil {
@@ -278,7 +278,7 @@ func (t *Tracer) Close() error {
 		errs = append(errs, l.Close())
 	}
 	t.rtMu.Lock()
-	for _, h := range t.goHooks {
+	for _, h := range t.rtHooks {
 		errs = append(errs, h.Close())
 	}
 	t.rtMu.Unlock()

@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -269,5 +271,118 @@ func TestAmbiguousThreadFailsClosed(t *testing.T) {
 	}
 	if got := m["parent_refused_ambiguous"]; got != uint64(r.splitClients) {
 		t.Errorf("refusal counter %d, parentless client spans %d", got, r.splitClients)
+	}
+}
+
+// nginxConf proxies /req/N to the backend's /work/N over a fresh upstream
+// connection per request (HTTP/1.0, nginx's default) and /ka/N over a
+// keepalive pool.
+const nginxConf = `daemon off;
+master_process on;
+worker_processes %s;
+pid %s/nginx.pid;
+error_log stderr warn;
+events { worker_connections 1024; }
+http {
+	access_log off;
+	client_body_temp_path %[2]s/body;
+	proxy_temp_path %[2]s/proxy;
+	fastcgi_temp_path %[2]s/fastcgi;
+	uwsgi_temp_path %[2]s/uwsgi;
+	scgi_temp_path %[2]s/scgi;
+	upstream fresh { server %[3]s; }
+	upstream pool { server %[3]s; keepalive 8; }
+	server {
+		listen 127.0.0.1:%[4]d;
+		location /req/ { proxy_pass http://fresh/work/; }
+		location /ka/ {
+			proxy_pass http://pool/work/;
+			proxy_http_version 1.1;
+			proxy_set_header Connection "";
+		}
+	}
+}
+`
+
+// startNginx runs nginx with workers workers and returns the master, the
+// worker pids and the address.
+func startNginx(t *testing.T, workers, backend string) (*proc, []int, string) {
+	t.Helper()
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		bin = "/usr/sbin/nginx"
+	}
+	dir := t.TempDir()
+	port := freePort(t)
+	conf := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf(nginxConf, workers, dir, backend, port)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, bin, "-c", conf, "-e", "stderr")
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	want := 1
+	if workers == "auto" {
+		want = runtime.NumCPU()
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		kids := childPIDs(p.Pid())
+		if c, err := dialTCP(port); err == nil && len(kids) == want {
+			c.Close()
+			return p, kids, addr
+		}
+		if !p.Alive() {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("nginx did not come up with %d workers:\n%s", want, p.Output())
+	return nil, nil, ""
+}
+
+// childPIDs lists a process's children.
+func childPIDs(pid int) []int {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// nginx: each upstream request under the downstream request it proxies,
+// on fresh upstream connections and from a keepalive pool, with one worker
+// and with one per CPU; the backend waits 0-10 ms so that a worker holds
+// many requests at once.
+func TestNginxParents(t *testing.T) {
+	setup(t)
+	for _, workers := range []string{"1", "auto"} {
+		t.Run("workers="+workers, func(t *testing.T) {
+			rcv := otlptest.Start(t)
+			backend, backAddr := startServer(t, "-mode=nethttp")
+			master, kids, addr := startNginx(t, workers, backAddr)
+			pids := []string{strconv.Itoa(master.Pid()), strconv.Itoa(backend.Pid())}
+			for _, k := range kids {
+				pids = append(pids, strconv.Itoa(k))
+			}
+			w := startWeft(t, rcv, "--pid="+strings.Join(pids, ","))
+			if !strings.Contains(w.Output(), "nginx: upstream requests tied") {
+				t.Fatalf("nginx's upstream hooks not attached:\n%s", w.Output())
+			}
+			const n = 300
+			for _, ep := range []string{"/req/", "/ka/"} {
+				rcv.Reset()
+				numberedLoad(t, "http://"+addr+ep, n, 32)
+				spans := collectSpans(t, rcv, 3*n, 60*time.Second)
+				r := checkParents(spans, "nginx", "websrv")
+				m, _ := w.Metrics()
+				t.Logf("%s: %s; refused as ambiguous %d", ep, r, m["parent_refused_ambiguous"])
+				if r.wrong != 0 || r.right != n {
+					t.Errorf("%s: %s", ep, r)
+				}
+			}
+		})
 	}
 }

@@ -2,7 +2,7 @@
 //
 //	-mode=nethttp  a net/http server: /hello, /sleep?ms=N, /status/N, /big?bytes=N,
 //	               /burn?ms=N (N ms of CPU in weftBurnCPUHotLoop, default 200),
-//	               /work/... (200, for the async-parents tests)
+//	               /work/... (200 after 0-10 ms, for the async-parents tests)
 //	-background-burn  also burn CPU outside any request, in weftBackgroundBurn
 //	-mode=sender   sends -requests requests to -downstream, each over a
 //	               fresh connection or all over one (-downstream-keepalive),
@@ -27,6 +27,7 @@ import (
 	"io"
 	"log"
 	"math/big"
+	mrand "math/rand"
 	"net"
 	"net/http"
 	"os"
@@ -123,7 +124,10 @@ func handlers() http.Handler {
 		fmt.Fprintf(w, "burnt %x\n", weftBurnCPUHotLoop(time.Duration(ms)*time.Millisecond))
 	})
 	mux.HandleFunc("/work/", func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "worked\n") // the backend of the async-parents tests
+		// The backend of the async-parents tests: its callers hold many
+		// requests at once while it works.
+		time.Sleep(time.Duration(mrand.Intn(10001)) * time.Microsecond)
+		io.WriteString(w, "worked\n")
 	})
 	mux.HandleFunc("/upload", func(w http.ResponseWriter, r *http.Request) {
 		h := sha256.New()
