@@ -69,7 +69,7 @@ static __always_inline int enter(void *map, struct sock *sk, struct msghdr *msg,
 		return 0;
 	refresh_slot((__u32)pid_tgid);
 	if (send)
-		go_note_sender(pid_tgid, mode_of(pid_tgid >> 32) == WEFT_MODE_GO);
+		go_note_sender(pid_tgid);
 	struct inflight f = {};
 	if (!read_iter(msg, &f.buf))
 		return 0;

@@ -32,7 +32,7 @@ static __always_inline int enter(__u8 kind, __u64 ptr, __u32 iovcnt)
 		return 0;
 	refresh_slot((__u32)pid_tgid);
 	if (kind == CALL_SEND)
-		go_note_sender(pid_tgid, mode_of(pid_tgid >> 32) == WEFT_MODE_GO);
+		go_note_sender(pid_tgid);
 	struct inflight f = {};
 	f.buf.ptr = ptr;
 	f.buf.iovcnt = iovcnt;

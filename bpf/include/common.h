@@ -31,6 +31,7 @@ const enum weft_direction *unused_direction __attribute__((unused));
 const enum weft_stat *unused_stat __attribute__((unused));
 const enum weft_ctx_kind *unused_ctx_kind __attribute__((unused));
 const enum weft_proc_mode *unused_proc_mode __attribute__((unused));
+const struct proc_info *unused_proc_info __attribute__((unused));
 
 /* Set by user space before load. */
 volatile const __u32 capture_max = 256;
@@ -186,7 +187,7 @@ static __always_inline void handle_agent_ioctl(__u32 fd, __u32 cmd, __u64 arg)
 	 * work for: its mounted ids rule, whatever its runtime. */
 	__u32 tgid = pid_tgid >> 32;
 	if (mode_of(tgid) != WEFT_MODE_AGENT) {
-		__u8 agent = WEFT_MODE_AGENT;
+		struct proc_info agent = {.mode = WEFT_MODE_AGENT};
 		bpf_map_update_elem(&proc_mode, &tgid, &agent, BPF_ANY);
 	}
 }
@@ -346,11 +347,13 @@ int BPF_PROG(weft_fork, struct task_struct *parent, struct task_struct *child)
 		bpf_map_update_elem(&pid_filter, &ctgid, &traced, BPF_ANY);
 		/* The same program, but a Go child has none of the parent's
 		 * per-process uprobes: it is followed only by thread. */
-		__u8 mode = mode_of(ptgid);
-		if (mode == WEFT_MODE_GO)
-			mode = WEFT_MODE_REFUSE;
-		if (mode != WEFT_MODE_UNKNOWN)
-			bpf_map_update_elem(&proc_mode, &ctgid, &mode, BPF_ANY);
+		struct proc_info *pi = proc_of(ptgid);
+		if (pi) {
+			struct proc_info child = *pi;
+			if (child.mode == WEFT_MODE_GO)
+				child.mode = WEFT_MODE_REFUSE;
+			bpf_map_update_elem(&proc_mode, &ctgid, &child, BPF_ANY);
+		}
 	}
 	return 0;
 }

@@ -3,15 +3,19 @@
  * function table, so stripped binaries are covered; Go's register ABI
  * (Go 1.17+) passes the receiver and first arguments in RAX, RBX, ... and
  * keeps the current g in R14. No uretprobe: Go moves stacks, so return
- * addresses on them cannot be swapped; a uprobe on each RET instruction
- * of the function plays its part. Included by common.h. */
+ * addresses on them cannot be swapped; a uprobe on each RET instruction,
+ * or on a call made after what is read is set, plays its part. Entry
+ * probes sit on the stack check's conditional jump, which uprobes emulate
+ * (one trap) where they single-step the entry's compare (two). Included
+ * by common.h. */
 #ifndef WEFT_GOHOOKS_H
 #define WEFT_GOHOOKS_H
 
 #include "common.h"
 
-/* runtime.newproc1 is running on this thread for the goroutine stored
- * (its caller): it runs on the system stack, where R14 is g0. */
+/* runtime.newproc1 is running on this thread for the g stored (its
+ * creator; Go before 1.21 only): it runs on the system stack, where R14
+ * is g0. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
@@ -19,15 +23,18 @@ struct {
 	__type(value, __u64);
 } go_creating SEC(".maps");
 
-static __always_inline bool go_traced(__u32 tgid)
+#define GO_GDEAD 6 /* runtime._Gdead */
+
+static __always_inline struct proc_info *go_traced(__u32 tgid)
 {
 	if (!pid_traced(tgid))
-		return false;
-	__u8 *m = bpf_map_lookup_elem(&proc_mode, &tgid);
-	return m && *m == WEFT_MODE_GO;
+		return 0;
+	struct proc_info *pi = proc_of(tgid);
+	return pi && pi->mode == WEFT_MODE_GO ? pi : 0;
 }
 
-/* runtime.newproc1(fn *funcval, callergp *g, callerpc uintptr, ...) *g */
+/* runtime.newproc1(fn *funcval, callergp *g, callerpc uintptr, ...) *g,
+ * at entry (Go before 1.21, which has no parentGoid). */
 SEC("uprobe/go_newproc1")
 int weft_go_newproc1(struct pt_regs *ctx)
 {
@@ -39,29 +46,55 @@ int weft_go_newproc1(struct pt_regs *ctx)
 	return 0;
 }
 
-/* At each RET of runtime.newproc1: the new g is in RAX. It may be a g
- * struct reused from a goroutine that ended: whatever that one worked
- * for is forgotten, and the new goroutine works for its creator's live
- * request, if any. */
+/* The new goroutine newg works for its creator's live request, if any:
+ * a copy of the creator's entry (whose root says when it ends). */
+static __always_inline void go_created(__u64 pid_tgid, __u64 newg)
+{
+	__u32 tgid = pid_tgid >> 32;
+	struct proc_info *pi = go_traced(tgid);
+	if (!pi)
+		return;
+	struct go_id child;
+	if (!go_id_of(pi, newg, &child))
+		return;
+	struct go_id creator = {.goid = child.parent};
+	if (!pi->parent_goid_off) {
+		__u64 *caller = bpf_map_lookup_elem(&go_creating, &pid_tgid);
+		if (!caller)
+			return;
+		struct go_id c;
+		if (go_id_of(pi, *caller, &c))
+			creator.goid = c.goid;
+		bpf_map_delete_elem(&go_creating, &pid_tgid);
+	}
+	bool stale = false;
+	struct go_ctx *parent = go_entry(tgid, creator.goid, &stale);
+	if (!parent)
+		return;
+	struct go_key nk = {.tgid = tgid, .id = child.goid};
+	struct go_ctx c = *parent;
+	bpf_map_update_elem(&go_active, &nk, &c, BPF_ANY);
+}
+
+/* At each RET of runtime.newproc1 (Go before 1.24): the new g is in RAX,
+ * its goid and parentGoid set. */
 SEC("uprobe/go_newproc1_ret")
 int weft_go_newproc1_ret(struct pt_regs *ctx)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u64 *caller = bpf_map_lookup_elem(&go_creating, &pid_tgid);
-	if (!caller)
+	go_created(bpf_get_current_pid_tgid(), ctx->ax);
+	return 0;
+}
+
+/* At newproc1's calls of casgstatus(gp, oldval, newval) (Go 1.24+, which
+ * sets goid and parentGoid before): the one from _Gdead makes the new
+ * goroutine runnable. A call is emulated by uprobes: one trap, where a
+ * RET costs two. */
+SEC("uprobe/go_newproc1_casg")
+int weft_go_newproc1_casg(struct pt_regs *ctx)
+{
+	if ((__u32)ctx->bx != GO_GDEAD)
 		return 0;
-	__u32 tgid = pid_tgid >> 32;
-	struct go_key nk = {.tgid = tgid, .ptr = ctx->ax};
-	bool stale = false;
-	struct go_ctx *parent = go_lookup(tgid, *caller, &stale);
-	bpf_map_delete_elem(&go_creating, &pid_tgid);
-	bpf_map_delete_elem(&go_writer, &nk);
-	if (parent) {
-		struct go_ctx c = *parent;
-		bpf_map_update_elem(&go_active, &nk, &c, BPF_ANY);
-	} else {
-		bpf_map_delete_elem(&go_active, &nk);
-	}
+	go_created(bpf_get_current_pid_tgid(), ctx->ax);
 	return 0;
 }
 
@@ -73,12 +106,14 @@ int weft_go_roundtrip(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
-	if (!go_traced(tgid))
+	struct proc_info *pi = go_traced(tgid);
+	if (!pi)
 		return 0;
-	struct go_key pk = {.tgid = tgid, .ptr = ctx->ax};
+	struct go_key pk = {.tgid = tgid, .id = ctx->ax};
 	struct go_route r = {};
+	struct go_id id;
 	bool stale = false;
-	struct go_ctx *c = go_lookup(tgid, ctx->r14, &stale);
+	struct go_ctx *c = go_id_of(pi, ctx->r14, &id) ? go_lookup(tgid, &id, &stale) : 0;
 	if (c) {
 		r.from = *c;
 		r.has_parent = GO_ROUTE_PARENT;
@@ -96,9 +131,13 @@ int weft_go_writeloop(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
-	if (!go_traced(tgid))
+	struct proc_info *pi = go_traced(tgid);
+	if (!pi)
 		return 0;
-	struct go_key gk = {.tgid = tgid, .ptr = ctx->r14};
+	struct go_id id;
+	if (!go_id_of(pi, ctx->r14, &id))
+		return 0;
+	struct go_key gk = {.tgid = tgid, .id = id.goid};
 	__u64 pc = ctx->ax;
 	bpf_map_update_elem(&go_writer, &gk, &pc, BPF_ANY);
 	return 0;

@@ -1,19 +1,23 @@
 /* Go: which request a goroutine works for. A Go program runs many
  * goroutines on few threads and moves them between threads at will, so
- * the thread says nothing about the request; the goroutine (its g, held
- * in R14 by Go code and at every system call Go makes) does.
+ * the thread says nothing about the request; the goroutine does. Its g is
+ * in R14 in Go code and at every system call Go makes; goroutines are
+ * named by their id (runtime.g.goid, never reused, where g structs are).
  *
  * - A goroutine that reads the start of a request serves it (its root).
- * - A goroutine created by one that works for a request works for it too
- *   (runtime.newproc1), for as long as that request is live: never after,
- *   since goroutines outlive requests and g structs are reused.
+ * - A goroutine created by one serving a request works for it too, for as
+ *   long as that request is live. Go 1.21+ records the creator's id in
+ *   runtime.g.parentGoid, read at the send: nothing is hooked at goroutine
+ *   creation, which costs a uprobe trap each. Older Go: uprobes on
+ *   runtime.newproc1 copy the creator's request to the new goroutine.
  * - net/http's client writes requests from its connection's writeLoop
  *   goroutine, not the caller's: the caller's (*persistConn).roundTrip
- *   leaves its context on the connection (go_route), and the writeLoop
+ *   leaves its request on the connection (go_route), and the writeLoop
  *   goroutine registered for that connection (go_writer) sends with it.
  *
- * user space attaches the uprobes (gohooks.h) per process and then sets
- * its mode to WEFT_MODE_GO; no struct offset of Go is read. */
+ * User space attaches the uprobes (gohooks.h) per process, then sets its
+ * proc_info: mode WEFT_MODE_GO and the offsets of goid and parentGoid,
+ * from the binary's DWARF or a table per Go release. */
 #ifndef WEFT_GOROUTINE_H
 #define WEFT_GOROUTINE_H
 
@@ -21,11 +25,18 @@
 #include <bpf/bpf_helpers.h>
 #include "weft.h"
 #include "stats.h"
+#include "procmode.h"
+
+/* A goroutine, by id, and the goroutine that created it (0: unknown). */
+struct go_id {
+	__u64 goid;
+	__u64 parent;
+};
 
 struct go_key {
 	__u32 tgid;
 	__u32 _pad;
-	__u64 ptr; /* a g, or a *persistConn */
+	__u64 id; /* a goroutine id, or a *persistConn */
 };
 
 /* The request a goroutine works for: the span, and the goroutine that
@@ -42,7 +53,7 @@ struct {
 	__type(value, struct go_ctx);
 } go_active SEC(".maps");
 
-/* writeLoop goroutine -> the *persistConn whose requests it writes. */
+/* writeLoop goroutine id -> the *persistConn whose requests it writes. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
@@ -78,11 +89,11 @@ struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u64);
-	__type(value, __u64);
+	__type(value, struct go_id);
 } go_sender SEC(".maps");
 
-/* The current goroutine at a system call or kernel function a Go
- * program's thread entered: R14 of its user registers. */
+/* The current g at a system call or kernel function a Go program's thread
+ * entered: R14 of its user registers. */
 static __always_inline __u64 user_g(void)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
@@ -90,52 +101,78 @@ static __always_inline __u64 user_g(void)
 	return r ? r->r14 : 0;
 }
 
-/* A Go program's thread starts a send: sk_msg, which cannot read
- * registers, finds the sending goroutine here. */
-static __always_inline void go_note_sender(__u64 pid_tgid, bool go)
+/* The ids of goroutine g of a Go process; false when they cannot be read. */
+static __always_inline bool go_id_of(const struct proc_info *pi, __u64 g, struct go_id *out)
 {
-	if (!go)
-		return;
-	__u64 g = user_g();
-	bpf_map_update_elem(&go_sender, &pid_tgid, &g, BPF_ANY);
+	out->goid = 0;
+	out->parent = 0;
+	if (!g || bpf_probe_read_user(&out->goid, sizeof(out->goid), (void *)(g + pi->goid_off)) < 0 || !out->goid)
+		return false;
+	if (pi->parent_goid_off)
+		bpf_probe_read_user(&out->parent, sizeof(out->parent), (void *)(g + pi->parent_goid_off));
+	return true;
 }
 
-/* The request root still serves span: its entry is its own and the same. */
+/* A Go program's thread starts a send: sk_msg, which cannot read
+ * registers, finds the sending goroutine here. */
+static __always_inline void go_note_sender(__u64 pid_tgid)
+{
+	struct proc_info *pi = proc_of(pid_tgid >> 32);
+	if (!pi || pi->mode != WEFT_MODE_GO)
+		return;
+	struct go_id id;
+	if (!go_id_of(pi, user_g(), &id))
+		id.goid = id.parent = 0;
+	bpf_map_update_elem(&go_sender, &pid_tgid, &id, BPF_ANY);
+}
+
+/* The request root still serves span. */
 static __always_inline bool go_live(__u32 tgid, __u64 root, const __u8 *span_id)
 {
-	struct go_key k = {.tgid = tgid, .ptr = root};
+	struct go_key k = {.tgid = tgid, .id = root};
 	struct go_ctx *r = bpf_map_lookup_elem(&go_active, &k);
 	return r && r->root == root && *(__u64 *)r->ctx.span_id == *(__u64 *)span_id;
 }
 
-/* The live request goroutine g works for, or 0. A goroutine that inherited
- * a request that has since ended works for nothing it can name:
- * *stale is set. */
-static __always_inline struct go_ctx *go_lookup(__u32 tgid, __u64 g, bool *stale)
+/* The live request goroutine goid works for through its own entry (its
+ * root, or one copied at its creation), or 0; *stale when that entry
+ * names a request that has ended. */
+static __always_inline struct go_ctx *go_entry(__u32 tgid, __u64 goid, bool *stale)
 {
-	struct go_key k = {.tgid = tgid, .ptr = g};
+	struct go_key k = {.tgid = tgid, .id = goid};
 	struct go_ctx *c = bpf_map_lookup_elem(&go_active, &k);
 	if (!c)
 		return 0;
-	if (c->root != g && !go_live(tgid, c->root, c->ctx.span_id)) {
+	if (c->root != goid && !go_live(tgid, c->root, c->ctx.span_id)) {
 		*stale = true;
 		return 0;
 	}
 	return c;
 }
 
-/* The parent of a client request goroutine g sends: the request of the
- * caller whose connection it writes for (writeLoop), else its own. */
-static __always_inline struct span_ctx *go_parent(__u32 tgid, __u64 g)
+/* The live request a goroutine works for: its own, else its creator's. */
+static __always_inline struct go_ctx *go_lookup(__u32 tgid, const struct go_id *id, bool *stale)
 {
-	if (!g) {
+	if (!id->goid)
+		return 0;
+	struct go_ctx *c = go_entry(tgid, id->goid, stale);
+	if (c || *stale || !id->parent)
+		return c;
+	return go_entry(tgid, id->parent, stale);
+}
+
+/* The parent of a client request goroutine id sends: the request of the
+ * caller whose connection it writes for (writeLoop), else its own. */
+static __always_inline struct span_ctx *go_parent(__u32 tgid, const struct go_id *id)
+{
+	if (!id || !id->goid) {
 		count(WEFT_STAT_PARENT_UNKNOWN);
 		return 0;
 	}
-	struct go_key k = {.tgid = tgid, .ptr = g};
+	struct go_key k = {.tgid = tgid, .id = id->goid};
 	__u64 *pc = bpf_map_lookup_elem(&go_writer, &k);
 	if (pc) {
-		struct go_key ck = {.tgid = tgid, .ptr = *pc};
+		struct go_key ck = {.tgid = tgid, .id = *pc};
 		struct go_route *r = bpf_map_lookup_elem(&go_route, &ck);
 		if (!r) {
 			count(WEFT_STAT_PARENT_UNKNOWN);
@@ -153,26 +190,26 @@ static __always_inline struct span_ctx *go_parent(__u32 tgid, __u64 g)
 		return &r->from.ctx;
 	}
 	bool stale = false;
-	struct go_ctx *c = go_lookup(tgid, g, &stale);
+	struct go_ctx *c = go_lookup(tgid, id, &stale);
 	if (stale)
 		count(WEFT_STAT_PARENT_STALE);
 	return c ? &c->ctx : 0;
 }
 
-/* Goroutine g read the start of a request: it serves span now. */
-static __always_inline void go_serve(__u32 tgid, __u64 g, const struct span_ctx *span)
+/* Goroutine goid read the start of a request: it serves span now. */
+static __always_inline void go_serve(__u32 tgid, __u64 goid, const struct span_ctx *span)
 {
-	struct go_key k = {.tgid = tgid, .ptr = g};
-	struct go_ctx c = {.ctx = *span, .root = g};
+	struct go_key k = {.tgid = tgid, .id = goid};
+	struct go_ctx c = {.ctx = *span, .root = goid};
 	bpf_map_update_elem(&go_active, &k, &c, BPF_ANY);
 }
 
-/* The request goroutine g read (span_id) is answered or abandoned. */
-static __always_inline void go_end(__u32 tgid, __u64 g, const __u8 *span_id)
+/* The request goroutine goid read (span_id) is answered or abandoned. */
+static __always_inline void go_end(__u32 tgid, __u64 goid, const __u8 *span_id)
 {
-	struct go_key k = {.tgid = tgid, .ptr = g};
+	struct go_key k = {.tgid = tgid, .id = goid};
 	struct go_ctx *c = bpf_map_lookup_elem(&go_active, &k);
-	if (c && c->root == g && *(__u64 *)c->ctx.span_id == *(__u64 *)span_id)
+	if (c && c->root == goid && *(__u64 *)c->ctx.span_id == *(__u64 *)span_id)
 		bpf_map_delete_elem(&go_active, &k);
 }
 

@@ -40,8 +40,9 @@ struct {
  * two requests at once names neither. */
 static __always_inline struct span_ctx *sample_span(struct bpf_perf_event_data *ctx, __u32 tgid, __u32 key)
 {
-	__u8 mode = mode_of(tgid);
-	if (mode == WEFT_MODE_GO) {
+	struct proc_info *pi = proc_of(tgid);
+	__u8 mode = pi ? pi->mode : WEFT_MODE_UNKNOWN;
+	if (pi && mode == WEFT_MODE_GO) {
 		/* Interrupted in user mode: its R14; in the kernel: that of
 		 * the system call the goroutine made. */
 		__u64 cs = *(__u64 *)&ctx->regs.cs; /* the context is read in words */
@@ -52,8 +53,9 @@ static __always_inline struct span_ctx *sample_span(struct bpf_perf_event_data *
 		asm volatile("" : "+r"(g));
 		if (!(cs & 3))
 			g = user_g();
+		struct go_id id;
 		bool stale = false;
-		struct go_ctx *c = go_lookup(tgid, g, &stale);
+		struct go_ctx *c = go_id_of(pi, g, &id) ? go_lookup(tgid, &id, &stale) : 0;
 		return c ? &c->ctx : 0;
 	}
 	if (!by_thread(mode))

@@ -10,6 +10,7 @@
 #include "weft.h"
 #include "stats.h"
 #include "mount.h"
+#include "procmode.h"
 #include "goroutine.h"
 
 /* A client span chosen by sk_msg, waiting for its send's data event. */
@@ -36,34 +37,13 @@ struct {
  * traces_ctx_v1 entry would claim it. */
 struct serving {
 	__u64 key;      /* ctx_key of the reader */
-	__u64 g;        /* the reading goroutine (WEFT_MODE_GO), else 0 */
+	__u64 g;        /* the reading goroutine's id (WEFT_MODE_GO), else 0 */
 	__u8 trace_id[16];
 	__u8 span_id[8];
 	__u32 pending;  /* requests read and not answered yet */
 	__u8 trace_flags;
 	__u8 _pad[3];
 };
-
-/* tgid -> enum weft_proc_mode, kept by user space; copied to children at
- * fork, dropped at exec (the new program is classified again). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u32);
-	__type(value, __u8);
-} proc_mode SEC(".maps");
-
-static __always_inline __u8 mode_of(__u32 tgid)
-{
-	__u8 *m = bpf_map_lookup_elem(&proc_mode, &tgid);
-	return m ? *m : WEFT_MODE_UNKNOWN;
-}
-
-/* Keyed by thread, or by the ids an agent mounts on threads. */
-static __always_inline bool by_thread(__u8 mode)
-{
-	return mode == WEFT_MODE_THREAD || mode == WEFT_MODE_AGENT;
-}
 
 /* ctx_key -> requests that key read and that are not answered yet. A key
  * that reads a request while another is live serves two at once (an
@@ -338,7 +318,7 @@ static __always_inline enum tp_result parse_traceparent(const __u8 *data, __u32 
  * can split the head where it inserts). */
 struct pending_head {
 	__u64 key; /* ctx_key of the reader */
-	__u64 g;   /* the reading goroutine, or 0 */
+	__u64 g;   /* the reading goroutine's id, or 0 */
 };
 
 struct {
@@ -421,8 +401,10 @@ static __always_inline void server_request(struct event_header *h, const __u8 *d
 	struct span_ctx in = {};
 	struct span_ctx active = {};
 	__u64 k = ctx_key(h->pid, h->key);
-	bool go = mode_of(h->pid) == WEFT_MODE_GO;
-	__u64 g = go ? user_g() : 0;
+	struct proc_info *pi = proc_of(h->pid);
+	bool go = pi && pi->mode == WEFT_MODE_GO;
+	struct go_id gid = {};
+	__u64 g = go && go_id_of(pi, user_g(), &gid) ? gid.goid : 0;
 	enum tp_result r = parse_traceparent(data, n, false, &in);
 	if (r == TP_FOUND) {
 		__builtin_memcpy(h->trace_id, in.trace_id, 16);
@@ -476,7 +458,7 @@ static __always_inline void server_head_more(struct event_header *h, const __u8 
 		return;
 	struct span_ctx *active;
 	if (ph.g) {
-		struct go_key gk = {.tgid = h->pid, .ptr = ph.g};
+		struct go_key gk = {.tgid = h->pid, .id = ph.g};
 		struct go_ctx *c = bpf_map_lookup_elem(&go_active, &gk);
 		active = c ? &c->ctx : 0;
 	} else {
@@ -551,8 +533,7 @@ static __always_inline bool client_parent(__u64 pid_tgid, __u32 key, const struc
 	__u8 mode = mode_of(tgid);
 	struct span_ctx *srv;
 	if (mode == WEFT_MODE_GO) {
-		__u64 *g = bpf_map_lookup_elem(&go_sender, &pid_tgid);
-		srv = go_parent(tgid, g ? *g : 0);
+		srv = go_parent(tgid, bpf_map_lookup_elem(&go_sender, &pid_tgid));
 	} else if (!by_thread(mode)) {
 		count(WEFT_STAT_PARENT_UNKNOWN);
 		return false;

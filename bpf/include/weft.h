@@ -104,6 +104,16 @@ enum weft_proc_mode {
 	                        * the kernel side at the process's first packet, kept by user space */
 };
 
+/* A traced process's mode and, for Go, where runtime.g keeps the
+ * goroutine's id and its creator's (0: not in this Go, before 1.21). */
+struct proc_info {
+	__u8 mode; /* enum weft_proc_mode */
+	__u8 _pad;
+	__u16 goid_off;
+	__u16 parent_goid_off;
+	__u16 _pad2;
+};
+
 /* Frames bpf_get_stack records per stack (user or kernel). */
 #define WEFT_MAX_STACK 127
 

@@ -30,13 +30,38 @@ const (
 	RoundTrip = "net/http.(*persistConn).roundTrip"
 	// WriteLoop is the goroutine that writes a client connection's requests.
 	WriteLoop = "net/http.(*persistConn).writeLoop"
+	// casgstatus is called by newproc1 to make the new goroutine runnable.
+	casgstatus = "runtime.casgstatus"
 )
 
-// Func is a probed function: file offsets of its entry and of each RET.
+// Func is a probed function, by file offsets: its entry, where its
+// arguments can be read at the least cost (Probe), each RET, and each
+// call to runtime.casgstatus.
 type Func struct {
-	Entry   uint64
+	Entry uint64
+	// Probe is the first conditional jump of the stack check when nothing
+	// before it writes an argument register: uprobes emulate a jump (one
+	// trap) but single-step most other instructions (two traps).
+	Probe   uint64
 	Returns []uint64
+	Casg    []uint64
 }
+
+// NewProcHook is where newproc1 is probed for the new goroutine.
+type NewProcHook int
+
+const (
+	// HookCasg: each call to casgstatus (the new g in RAX, the old status
+	// in RBX), where its goid and parentGoid are already set (Go 1.24+). A
+	// call is emulated: one trap per goroutine created.
+	HookCasg NewProcHook = iota
+	// HookReturn: each RET (the new g in RAX), for Go 1.21-1.23, which set
+	// the goid after that call.
+	HookReturn
+	// HookEntryReturn: the entry too, for the creator's g (RBX), before
+	// Go 1.21 recorded parentGoid.
+	HookEntryReturn
+)
 
 // Binary is what weft knows of one Go executable.
 type Binary struct {
@@ -44,6 +69,19 @@ type Binary struct {
 	Arch      string // GOARCH
 	Funcs     map[string]Func
 	Stripped  bool // functions found through the Go table, not ELF symbols
+	G         GOffsets
+	gErr      error // why G is unknown
+}
+
+// NewProc says how runtime.newproc1 is to be probed in this Go.
+func (b *Binary) NewProc() NewProcHook {
+	switch {
+	case b.G.ParentGoid == 0:
+		return HookEntryReturn
+	case atLeast(b.GoVersion, 1, 24):
+		return HookCasg
+	}
+	return HookReturn
 }
 
 // NetHTTPClient reports whether the binary has net/http's client
@@ -62,11 +100,17 @@ func (b *Binary) Unsupported() string {
 	if !atLeast(b.GoVersion, 1, 17) {
 		return b.GoVersion + ": goroutine hooks need Go 1.17+ (register ABI, g in R14)"
 	}
+	if b.gErr != nil {
+		return b.gErr.Error()
+	}
 	nf, ok := b.Funcs[NewProc1]
 	if !ok {
 		return NewProc1 + " not found"
 	}
-	if len(nf.Returns) == 0 {
+	if b.NewProc() == HookCasg && len(nf.Casg) == 0 {
+		return NewProc1 + ": no call to " + casgstatus + " found"
+	}
+	if b.NewProc() != HookCasg && len(nf.Returns) == 0 {
 		return NewProc1 + ": no return instruction found"
 	}
 	_, rt := b.Funcs[RoundTrip]
@@ -112,24 +156,34 @@ func Read(r io.ReaderAt) (b *Binary, err error) {
 	if b.Arch == "" && f.Machine == elf.EM_X86_64 {
 		b.Arch = "amd64"
 	}
-	ranges, stripped, err := funcRanges(f, NewProc1, RoundTrip, WriteLoop)
+	ranges, stripped, err := funcRanges(f, NewProc1, RoundTrip, WriteLoop, casgstatus)
 	if err != nil {
 		return nil, err
 	}
 	b.Stripped = stripped
-	for name, rg := range ranges {
+	b.G, b.gErr = gOffsets(f, b.GoVersion)
+	for _, name := range []string{NewProc1, RoundTrip, WriteLoop} {
+		rg, ok := ranges[name]
+		if !ok {
+			continue
+		}
 		entry, ok := fileOffset(f, rg[0])
 		if !ok {
 			return nil, fmt.Errorf("%s at %#x: not in a loaded segment", name, rg[0])
 		}
-		fn := Func{Entry: entry}
+		code := make([]byte, rg[1]-rg[0])
+		if _, err := r.ReadAt(code, int64(entry)); err != nil {
+			return nil, fmt.Errorf("read %s: %w", name, err)
+		}
+		fn := Func{Entry: entry, Probe: entry + probePoint(code)}
 		if name == NewProc1 {
-			code := make([]byte, rg[1]-rg[0])
-			if _, err := r.ReadAt(code, int64(entry)); err != nil {
-				return nil, fmt.Errorf("read %s: %w", name, err)
-			}
 			for _, off := range returns(code) {
 				fn.Returns = append(fn.Returns, entry+off)
+			}
+			if cg, ok := ranges[casgstatus]; ok {
+				for _, off := range callsTo(code, rg[0], cg[0]) {
+					fn.Casg = append(fn.Casg, entry+off)
+				}
 			}
 		}
 		b.Funcs[name] = fn
@@ -179,22 +233,71 @@ func fileOffset(f *elf.File, vaddr uint64) (uint64, bool) {
 	return 0, false
 }
 
-// returns lists the offsets of the RET instructions in amd64 code. Go
-// puts no data among instructions, so a linear decode walks them all; an
-// undecodable byte (padding past the end) stops it.
-func returns(code []byte) []uint64 {
-	var out []uint64
+// decode walks amd64 code instruction by instruction. Go puts no data
+// among instructions, so a linear decode sees them all; an undecodable
+// byte (padding past the end) stops it.
+func decode(code []byte, visit func(off int, inst x86asm.Inst) bool) {
 	for off := 0; off < len(code); {
 		inst, err := x86asm.Decode(code[off:], 64)
-		if err != nil {
-			break
-		}
-		if inst.Op == x86asm.RET {
-			out = append(out, uint64(off))
+		if err != nil || !visit(off, inst) {
+			return
 		}
 		off += inst.Len
 	}
+}
+
+// returns lists the offsets of the RET instructions.
+func returns(code []byte) []uint64 {
+	var out []uint64
+	decode(code, func(off int, inst x86asm.Inst) bool {
+		if inst.Op == x86asm.RET {
+			out = append(out, uint64(off))
+		}
+		return true
+	})
 	return out
+}
+
+// callsTo lists the offsets of direct calls to target in code that starts
+// at virtual address base.
+func callsTo(code []byte, base, target uint64) []uint64 {
+	var out []uint64
+	decode(code, func(off int, inst x86asm.Inst) bool {
+		if inst.Op == x86asm.CALL {
+			if rel, ok := inst.Args[0].(x86asm.Rel); ok && base+uint64(off+inst.Len)+uint64(int64(rel)) == target {
+				out = append(out, uint64(off))
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// probePoint is the offset of the stack check's conditional jump when the
+// instructions before it (CMP, or LEA into R12/R13) leave every argument
+// register and R14 as they were at entry; else 0, the entry.
+func probePoint(code []byte) uint64 {
+	point := uint64(0)
+	n := 0
+	decode(code, func(off int, inst x86asm.Inst) bool {
+		n++
+		switch {
+		case n > 3:
+			return false
+		case inst.Op >= x86asm.JA && inst.Op <= x86asm.JS && inst.Op != x86asm.JMP && inst.Op != x86asm.JCXZ &&
+			inst.Op != x86asm.JECXZ && inst.Op != x86asm.JRCXZ:
+			if _, ok := inst.Args[0].(x86asm.Rel); ok && off > 0 {
+				point = uint64(off)
+			}
+			return false
+		case inst.Op == x86asm.CMP:
+			return true
+		case inst.Op == x86asm.LEA && (inst.Args[0] == x86asm.R12 || inst.Args[0] == x86asm.R13):
+			return true
+		}
+		return false
+	})
+	return point
 }
 
 // atLeast compares a "go1.M[.P]" version with 1.minor.

@@ -13,13 +13,61 @@ import (
 // buildClient builds testdata/client with the go command, with extra flags.
 func buildClient(t *testing.T, flags ...string) string {
 	t.Helper()
+	return buildClientWith(t, "go", nil, flags...)
+}
+
+func buildClientWith(t *testing.T, gocmd string, env []string, flags ...string) string {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "client")
 	args := append([]string{"build", "-o", out}, flags...)
-	cmd := exec.Command("go", append(args, "./testdata/client")...)
+	cmd := exec.Command(gocmd, append(args, ".")...)
+	cmd.Dir = filepath.Join("testdata", "client")
+	cmd.Env = append(os.Environ(), env...)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
+		t.Fatalf("%s build: %v\n%s", gocmd, err, b)
 	}
 	return out
+}
+
+// The table of runtime.g offsets (for stripped binaries) agrees with the
+// DWARF of every Go this machine can get, and a stripped build finds the
+// same offsets through it.
+func TestGOffsetsTable(t *testing.T) {
+	for _, tc := range []struct {
+		name, gocmd string
+		env         []string
+		hook        NewProcHook
+	}{
+		{"default", "go", nil, HookCasg},
+		{"go1.27", "go", []string{"GOTOOLCHAIN=go1.27.3"}, HookCasg},
+		{"go1.23", "go", []string{"GOTOOLCHAIN=go1.23.12"}, HookReturn},
+		{"go1.19", "/usr/lib/go-1.19/bin/go", []string{"GOTOOLCHAIN=local"}, HookEntryReturn},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			full, err := Open(buildClientWith(t, tc.gocmd, tc.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			stripped, err := Open(buildClientWith(t, tc.gocmd, tc.env, "-ldflags=-s -w"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if full.G.From != "DWARF" || stripped.G.From != "table" {
+				t.Fatalf("offsets from %q and %q, want DWARF and table", full.G.From, stripped.G.From)
+			}
+			want, got := full.G, stripped.G
+			want.From, got.From = "", ""
+			if want != got {
+				t.Errorf("%s: DWARF says %+v, the table %+v", full.GoVersion, want, got)
+			}
+			if why := stripped.Unsupported(); why != "" {
+				t.Errorf("%s stripped: %s", full.GoVersion, why)
+			}
+			if h := stripped.NewProc(); h != tc.hook {
+				t.Errorf("%s: newproc1 hooked as %d, want %d", full.GoVersion, h, tc.hook)
+			}
+		})
+	}
 }
 
 func TestStrippedBinaryHasTheSameFunctions(t *testing.T) {
@@ -49,9 +97,16 @@ func TestStrippedBinaryHasTheSameFunctions(t *testing.T) {
 	// and DWARF differ, after the code in the file.
 	for _, name := range []string{NewProc1, RoundTrip, WriteLoop} {
 		f, s := full.Funcs[name], stripped.Funcs[name]
-		if f.Entry == 0 || f.Entry != s.Entry || len(f.Returns) != len(s.Returns) {
+		if f.Entry == 0 || f.Entry != s.Entry || f.Probe != s.Probe || len(f.Returns) != len(s.Returns) ||
+			len(f.Casg) != len(s.Casg) {
 			t.Errorf("%s: full %+v, stripped %+v", name, f, s)
 		}
+		if f.Probe <= f.Entry {
+			t.Errorf("%s: no jump to probe after the entry", name)
+		}
+	}
+	if full.NewProc() != HookCasg || len(full.Funcs[NewProc1].Casg) == 0 {
+		t.Errorf("this Go (%s) should be probed at casgstatus calls: %v", full.GoVersion, full.Funcs[NewProc1])
 	}
 }
 
@@ -68,8 +123,8 @@ func TestReturnsAreRETInstructions(t *testing.T) {
 		t.Fatal(err)
 	}
 	fn := b.Funcs[NewProc1]
-	if len(fn.Returns) == 0 {
-		t.Fatal("no returns")
+	if len(fn.Returns) == 0 || len(fn.Casg) == 0 {
+		t.Fatal("no returns or no casgstatus calls")
 	}
 	for _, off := range fn.Returns {
 		if op := data[off]; op != 0xc3 && op != 0xc2 {
@@ -77,6 +132,17 @@ func TestReturnsAreRETInstructions(t *testing.T) {
 		}
 		if off <= fn.Entry {
 			t.Errorf("return %#x before entry %#x", off, fn.Entry)
+		}
+	}
+	for _, off := range fn.Casg {
+		if data[off] != 0xe8 {
+			t.Errorf("byte at %#x is %#x, not CALL", off, data[off])
+		}
+	}
+	for _, name := range []string{NewProc1, RoundTrip, WriteLoop} {
+		p := b.Funcs[name].Probe
+		if op := data[p]; !(op >= 0x70 && op <= 0x7f) && !(op == 0x0f && data[p+1] >= 0x80 && data[p+1] <= 0x8f) {
+			t.Errorf("%s: probe at %#x is %#x, not a conditional jump", name, p, op)
 		}
 	}
 }
@@ -94,6 +160,11 @@ func TestVersions(t *testing.T) {
 	for v, want := range map[string]bool{"go1.16.15": false, "go1.17": true, "go1.19.8": true, "go1.27rc1": true, "go2.0": true, "devel": false} {
 		if atLeast(v, 1, 17) != want {
 			t.Errorf("atLeast(%q, 1, 17) = %v", v, !want)
+		}
+	}
+	for v, want := range map[string]string{"go1.26.8": "go1.26", "go1.27rc1": "go1.27", "go1.19": "go1.19"} {
+		if got := minorVersion(v); got != want {
+			t.Errorf("minorVersion(%q) = %q", v, got)
 		}
 	}
 	if why := (&Binary{Arch: "arm64", GoVersion: "go1.26"}).Unsupported(); why == "" {

@@ -70,11 +70,17 @@ type kprobeGoCtx struct {
 	Root uint64
 }
 
+type kprobeGoId struct {
+	_      structs.HostLayout
+	Goid   uint64
+	Parent uint64
+}
+
 type kprobeGoKey struct {
 	_    structs.HostLayout
 	Tgid uint32
 	Pad  uint32
-	Ptr  uint64
+	Id   uint64
 }
 
 type kprobeGoRoute struct {
@@ -108,6 +114,15 @@ type kprobePendingHead struct {
 	_   structs.HostLayout
 	Key uint64
 	G   uint64
+}
+
+type kprobeProcInfo struct {
+	_             structs.HostLayout
+	Mode          uint8
+	Pad           uint8
+	GoidOff       uint16
+	ParentGoidOff uint16
+	Pad2          uint16
 }
 
 type kprobeServing struct {
@@ -211,6 +226,7 @@ const (
 	kprobeProgWeftExit               = "weft_exit"
 	kprobeProgWeftFork               = "weft_fork"
 	kprobeProgWeftGoNewproc1         = "weft_go_newproc1"
+	kprobeProgWeftGoNewproc1Casg     = "weft_go_newproc1_casg"
 	kprobeProgWeftGoNewproc1Ret      = "weft_go_newproc1_ret"
 	kprobeProgWeftGoRoundtrip        = "weft_go_roundtrip"
 	kprobeProgWeftGoWriteloop        = "weft_go_writeloop"
@@ -237,6 +253,7 @@ const (
 	kprobeVarUnusedCtxKind           = "unused_ctx_kind"
 	kprobeVarUnusedDirection         = "unused_direction"
 	kprobeVarUnusedEventKind         = "unused_event_kind"
+	kprobeVarUnusedProcInfo          = "unused_proc_info"
 	kprobeVarUnusedProcMode          = "unused_proc_mode"
 	kprobeVarUnusedStackSample       = "unused_stack_sample"
 	kprobeVarUnusedStat              = "unused_stat"
@@ -288,6 +305,7 @@ type kprobeProgramSpecs struct {
 	WeftExit               *ebpf.ProgramSpec `ebpf:"weft_exit"`
 	WeftFork               *ebpf.ProgramSpec `ebpf:"weft_fork"`
 	WeftGoNewproc1         *ebpf.ProgramSpec `ebpf:"weft_go_newproc1"`
+	WeftGoNewproc1Casg     *ebpf.ProgramSpec `ebpf:"weft_go_newproc1_casg"`
 	WeftGoNewproc1Ret      *ebpf.ProgramSpec `ebpf:"weft_go_newproc1_ret"`
 	WeftGoRoundtrip        *ebpf.ProgramSpec `ebpf:"weft_go_roundtrip"`
 	WeftGoWriteloop        *ebpf.ProgramSpec `ebpf:"weft_go_writeloop"`
@@ -361,6 +379,7 @@ type kprobeVariableSpecs struct {
 	UnusedCtxKind     *ebpf.VariableSpec `ebpf:"unused_ctx_kind"`
 	UnusedDirection   *ebpf.VariableSpec `ebpf:"unused_direction"`
 	UnusedEventKind   *ebpf.VariableSpec `ebpf:"unused_event_kind"`
+	UnusedProcInfo    *ebpf.VariableSpec `ebpf:"unused_proc_info"`
 	UnusedProcMode    *ebpf.VariableSpec `ebpf:"unused_proc_mode"`
 	UnusedStackSample *ebpf.VariableSpec `ebpf:"unused_stack_sample"`
 	UnusedStat        *ebpf.VariableSpec `ebpf:"unused_stat"`
@@ -474,6 +493,7 @@ type kprobeVariables struct {
 	UnusedCtxKind     *ebpf.Variable `ebpf:"unused_ctx_kind"`
 	UnusedDirection   *ebpf.Variable `ebpf:"unused_direction"`
 	UnusedEventKind   *ebpf.Variable `ebpf:"unused_event_kind"`
+	UnusedProcInfo    *ebpf.Variable `ebpf:"unused_proc_info"`
 	UnusedProcMode    *ebpf.Variable `ebpf:"unused_proc_mode"`
 	UnusedStackSample *ebpf.Variable `ebpf:"unused_stack_sample"`
 	UnusedStat        *ebpf.Variable `ebpf:"unused_stat"`
@@ -487,6 +507,7 @@ type kprobePrograms struct {
 	WeftExit               *ebpf.Program `ebpf:"weft_exit"`
 	WeftFork               *ebpf.Program `ebpf:"weft_fork"`
 	WeftGoNewproc1         *ebpf.Program `ebpf:"weft_go_newproc1"`
+	WeftGoNewproc1Casg     *ebpf.Program `ebpf:"weft_go_newproc1_casg"`
 	WeftGoNewproc1Ret      *ebpf.Program `ebpf:"weft_go_newproc1_ret"`
 	WeftGoRoundtrip        *ebpf.Program `ebpf:"weft_go_roundtrip"`
 	WeftGoWriteloop        *ebpf.Program `ebpf:"weft_go_writeloop"`
@@ -514,6 +535,7 @@ func (p *kprobePrograms) Close() error {
 		p.WeftExit,
 		p.WeftFork,
 		p.WeftGoNewproc1,
+		p.WeftGoNewproc1Casg,
 		p.WeftGoNewproc1Ret,
 		p.WeftGoRoundtrip,
 		p.WeftGoWriteloop,

@@ -45,6 +45,11 @@ func (m Mode) String() string {
 type Correlation struct {
 	Mode   Mode
 	Reason string // for the log and `weft doctor`
+	g      goexec.GOffsets
+}
+
+func (c Correlation) info() tpProcInfo {
+	return tpProcInfo{Mode: uint8(c.Mode), GoidOff: c.g.Goid, ParentGoidOff: c.g.ParentGoid}
 }
 
 // hookPlan is what a runtime needs attached to one process, and the mode
@@ -65,15 +70,15 @@ func Classify(pid int) (Correlation, *hookPlan) {
 	switch {
 	case errors.Is(err, goexec.ErrNotGo):
 		if isNginx(exe) {
-			return Correlation{ModeThread, "nginx: upstream requests tied to their downstream request"},
-				&hookPlan{attach: attachNginx, fallback: Correlation{ModeThread, "nginx without upstream hooks: by thread"}}
+			return Correlation{Mode: ModeThread, Reason: "nginx: upstream requests tied to their downstream request"},
+				&hookPlan{attach: attachNginx, fallback: Correlation{Mode: ModeThread, Reason: "nginx without upstream hooks: by thread"}}
 		}
-		return Correlation{ModeThread, "not a Go program"}, nil
+		return Correlation{Mode: ModeThread, Reason: "not a Go program"}, nil
 	case err != nil:
-		return Correlation{ModeRefuse, fmt.Sprintf("cannot read the executable: %v", err)}, nil
+		return Correlation{Mode: ModeRefuse, Reason: fmt.Sprintf("cannot read the executable: %v", err)}, nil
 	}
 	if why := bin.Unsupported(); why != "" {
-		return Correlation{ModeRefuse, why}, nil
+		return Correlation{Mode: ModeRefuse, Reason: why}, nil
 	}
 	what := "goroutine hooks"
 	if bin.NetHTTPClient() {
@@ -82,9 +87,10 @@ func Classify(pid int) (Correlation, *hookPlan) {
 	if bin.Stripped {
 		what += ", functions from the Go table (stripped binary)"
 	}
-	return Correlation{ModeGo, bin.GoVersion + ": " + what}, &hookPlan{
+	what += ", runtime.g offsets from " + bin.G.From
+	return Correlation{ModeGo, bin.GoVersion + ": " + what, bin.G}, &hookPlan{
 		attach:   func(coll *ebpf.Collection, pid int) (io.Closer, error) { return attachGo(coll, pid, bin) },
-		fallback: Correlation{ModeRefuse, bin.GoVersion + ": no goroutine hooks"},
+		fallback: Correlation{Mode: ModeRefuse, Reason: bin.GoVersion + ": no goroutine hooks"},
 	}
 }
 
@@ -116,16 +122,32 @@ func attachGo(coll *ebpf.Collection, pid int, bin *goexec.Binary) (io.Closer, er
 		return nil
 	}
 	np := bin.Funcs[goexec.NewProc1]
-	err = add("weft_go_newproc1", goexec.NewProc1, np.Entry)
-	for _, ret := range np.Returns {
-		if err == nil {
-			err = add("weft_go_newproc1_ret", goexec.NewProc1, ret)
+	type probe struct {
+		prog string
+		fn   string
+		addr uint64
+	}
+	var probes []probe
+	switch bin.NewProc() {
+	case goexec.HookCasg:
+		for _, a := range np.Casg {
+			probes = append(probes, probe{"weft_go_newproc1_casg", goexec.NewProc1, a})
+		}
+	case goexec.HookEntryReturn:
+		probes = append(probes, probe{"weft_go_newproc1", goexec.NewProc1, np.Probe})
+		fallthrough
+	case goexec.HookReturn:
+		for _, a := range np.Returns {
+			probes = append(probes, probe{"weft_go_newproc1_ret", goexec.NewProc1, a})
 		}
 	}
-	if bin.NetHTTPClient() && err == nil {
-		err = add("weft_go_roundtrip", goexec.RoundTrip, bin.Funcs[goexec.RoundTrip].Entry)
-		if err == nil {
-			err = add("weft_go_writeloop", goexec.WriteLoop, bin.Funcs[goexec.WriteLoop].Entry)
+	if bin.NetHTTPClient() {
+		probes = append(probes, probe{"weft_go_roundtrip", goexec.RoundTrip, bin.Funcs[goexec.RoundTrip].Probe},
+			probe{"weft_go_writeloop", goexec.WriteLoop, bin.Funcs[goexec.WriteLoop].Probe})
+	}
+	for _, p := range probes {
+		if err = add(p.prog, p.fn, p.addr); err != nil {
+			break
 		}
 	}
 	if err != nil {
@@ -159,13 +181,13 @@ func (t *Tracer) setupRuntime(pid uint32) Correlation {
 			t.rtHooks[pid] = h
 		}
 	}
-	var cur uint8
-	if err := t.coll.Maps["proc_mode"].Lookup(pid, &cur); err == nil && Mode(cur) == ModeAgent {
+	var cur tpProcInfo
+	if err := t.coll.Maps["proc_mode"].Lookup(pid, &cur); err == nil && Mode(cur.Mode) == ModeAgent {
 		// It speaks the mount protocol: the ids its agent mounts rule.
-		c = Correlation{ModeAgent, "an agent mounts request ids on its threads (" + c.Reason + ")"}
-	} else if err := t.coll.Maps["proc_mode"].Put(pid, uint8(c.Mode)); err != nil {
+		c = Correlation{Mode: ModeAgent, Reason: "an agent mounts request ids on its threads (" + c.Reason + ")"}
+	} else if err := t.coll.Maps["proc_mode"].Put(pid, c.info()); err != nil {
 		t.log.Warn("cannot set a process's correlation", "pid", pid, "err", err)
-		c = Correlation{ModeUnknown, fmt.Sprintf("proc_mode map: %v", err)}
+		c = Correlation{Mode: ModeUnknown, Reason: fmt.Sprintf("proc_mode map: %v", err)}
 	}
 	t.corrs[pid] = c
 	lvl := slog.LevelInfo
@@ -179,8 +201,8 @@ func (t *Tracer) setupRuntime(pid uint32) Correlation {
 // EnsureClassified classifies a traced process the kernel side knows no
 // mode of (selected by "every process", or forked before it exec'd).
 func (t *Tracer) EnsureClassified(pid uint32) {
-	var m uint8
-	if err := t.coll.Maps["proc_mode"].Lookup(pid, &m); err == nil && Mode(m) != ModeUnknown {
+	var cur tpProcInfo
+	if err := t.coll.Maps["proc_mode"].Lookup(pid, &cur); err == nil && Mode(cur.Mode) != ModeUnknown {
 		return
 	}
 	t.setupRuntime(pid)

@@ -70,11 +70,17 @@ type tpGoCtx struct {
 	Root uint64
 }
 
+type tpGoId struct {
+	_      structs.HostLayout
+	Goid   uint64
+	Parent uint64
+}
+
 type tpGoKey struct {
 	_    structs.HostLayout
 	Tgid uint32
 	Pad  uint32
-	Ptr  uint64
+	Id   uint64
 }
 
 type tpGoRoute struct {
@@ -110,6 +116,15 @@ type tpPendingHead struct {
 	_   structs.HostLayout
 	Key uint64
 	G   uint64
+}
+
+type tpProcInfo struct {
+	_             structs.HostLayout
+	Mode          uint8
+	Pad           uint8
+	GoidOff       uint16
+	ParentGoidOff uint16
+	Pad2          uint16
 }
 
 type tpServing struct {
@@ -285,6 +300,7 @@ const (
 	tpProgWeftExitWritev         = "weft_exit_writev"
 	tpProgWeftFork               = "weft_fork"
 	tpProgWeftGoNewproc1         = "weft_go_newproc1"
+	tpProgWeftGoNewproc1Casg     = "weft_go_newproc1_casg"
 	tpProgWeftGoNewproc1Ret      = "weft_go_newproc1_ret"
 	tpProgWeftGoRoundtrip        = "weft_go_roundtrip"
 	tpProgWeftGoWriteloop        = "weft_go_writeloop"
@@ -306,6 +322,7 @@ const (
 	tpVarUnusedCtxKind           = "unused_ctx_kind"
 	tpVarUnusedDirection         = "unused_direction"
 	tpVarUnusedEventKind         = "unused_event_kind"
+	tpVarUnusedProcInfo          = "unused_proc_info"
 	tpVarUnusedProcMode          = "unused_proc_mode"
 	tpVarUnusedStackSample       = "unused_stack_sample"
 	tpVarUnusedStat              = "unused_stat"
@@ -374,6 +391,7 @@ type tpProgramSpecs struct {
 	WeftExitWritev         *ebpf.ProgramSpec `ebpf:"weft_exit_writev"`
 	WeftFork               *ebpf.ProgramSpec `ebpf:"weft_fork"`
 	WeftGoNewproc1         *ebpf.ProgramSpec `ebpf:"weft_go_newproc1"`
+	WeftGoNewproc1Casg     *ebpf.ProgramSpec `ebpf:"weft_go_newproc1_casg"`
 	WeftGoNewproc1Ret      *ebpf.ProgramSpec `ebpf:"weft_go_newproc1_ret"`
 	WeftGoRoundtrip        *ebpf.ProgramSpec `ebpf:"weft_go_roundtrip"`
 	WeftGoWriteloop        *ebpf.ProgramSpec `ebpf:"weft_go_writeloop"`
@@ -440,6 +458,7 @@ type tpVariableSpecs struct {
 	UnusedCtxKind     *ebpf.VariableSpec `ebpf:"unused_ctx_kind"`
 	UnusedDirection   *ebpf.VariableSpec `ebpf:"unused_direction"`
 	UnusedEventKind   *ebpf.VariableSpec `ebpf:"unused_event_kind"`
+	UnusedProcInfo    *ebpf.VariableSpec `ebpf:"unused_proc_info"`
 	UnusedProcMode    *ebpf.VariableSpec `ebpf:"unused_proc_mode"`
 	UnusedStackSample *ebpf.VariableSpec `ebpf:"unused_stack_sample"`
 	UnusedStat        *ebpf.VariableSpec `ebpf:"unused_stat"`
@@ -549,6 +568,7 @@ type tpVariables struct {
 	UnusedCtxKind     *ebpf.Variable `ebpf:"unused_ctx_kind"`
 	UnusedDirection   *ebpf.Variable `ebpf:"unused_direction"`
 	UnusedEventKind   *ebpf.Variable `ebpf:"unused_event_kind"`
+	UnusedProcInfo    *ebpf.Variable `ebpf:"unused_proc_info"`
 	UnusedProcMode    *ebpf.Variable `ebpf:"unused_proc_mode"`
 	UnusedStackSample *ebpf.Variable `ebpf:"unused_stack_sample"`
 	UnusedStat        *ebpf.Variable `ebpf:"unused_stat"`
@@ -579,6 +599,7 @@ type tpPrograms struct {
 	WeftExitWritev         *ebpf.Program `ebpf:"weft_exit_writev"`
 	WeftFork               *ebpf.Program `ebpf:"weft_fork"`
 	WeftGoNewproc1         *ebpf.Program `ebpf:"weft_go_newproc1"`
+	WeftGoNewproc1Casg     *ebpf.Program `ebpf:"weft_go_newproc1_casg"`
 	WeftGoNewproc1Ret      *ebpf.Program `ebpf:"weft_go_newproc1_ret"`
 	WeftGoRoundtrip        *ebpf.Program `ebpf:"weft_go_roundtrip"`
 	WeftGoWriteloop        *ebpf.Program `ebpf:"weft_go_writeloop"`
@@ -618,6 +639,7 @@ func (p *tpPrograms) Close() error {
 		p.WeftExitWritev,
 		p.WeftFork,
 		p.WeftGoNewproc1,
+		p.WeftGoNewproc1Casg,
 		p.WeftGoNewproc1Ret,
 		p.WeftGoRoundtrip,
 		p.WeftGoWriteloop,

@@ -131,7 +131,9 @@ func checkParents(spans []span, front, backend string) parentReport {
 }
 
 // goToolchains are the Go versions the goroutine hooks are tested with:
-// this machine's, the newest the module proxy serves, Debian's oldest.
+// this machine's and the newest the module proxy serves (probed where
+// newproc1 calls casgstatus), 1.23 (at newproc1's returns, reading
+// parentGoid) and Debian's 1.19 (at its entry and returns).
 var goToolchains = []struct {
 	name string
 	cmd  string   // go command
@@ -139,6 +141,7 @@ var goToolchains = []struct {
 }{
 	{"go-default", "go", nil},
 	{"go1.27", "go", []string{"GOTOOLCHAIN=go1.27.3"}},
+	{"go1.23", "go", []string{"GOTOOLCHAIN=go1.23.12"}}, // probed at newproc1's RETs
 	{"go1.19", "/usr/lib/go-1.19/bin/go", []string{"GOTOOLCHAIN=local"}},
 }
 
@@ -208,7 +211,7 @@ func buildGoAsync(t *testing.T) map[string]string {
 func TestGoAsyncParents(t *testing.T) {
 	setup(t)
 	bins := buildGoAsync(t)
-	for _, name := range []string{"go-default", "go-stripped", "go1.27", "go1.19"} {
+	for _, name := range []string{"go-default", "go-stripped", "go1.27", "go1.23", "go1.19"} {
 		if bins[name] == "" {
 			continue // in a guest
 		}
