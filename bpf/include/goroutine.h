@@ -113,12 +113,18 @@ static __always_inline bool go_id_of(const struct proc_info *pi, __u64 g, struct
 	return true;
 }
 
+/* Set by user space: sockops cannot tell which process connects (6.1-like
+ * kernels), so any Go process's sends may go through sk_msg. */
+volatile const __u8 note_all_senders = 0;
+
 /* A Go program's thread starts a send: sk_msg, which cannot read
- * registers, finds the sending goroutine here. */
+ * registers, finds the sending goroutine here. Only processes whose
+ * sockets may be in the sockhash pay for it: a server that calls nobody
+ * does not. */
 static __always_inline void go_note_sender(__u64 pid_tgid)
 {
 	struct proc_info *pi = proc_of(pid_tgid >> 32);
-	if (!pi || pi->mode != WEFT_MODE_GO)
+	if (!pi || pi->mode != WEFT_MODE_GO || !(pi->clients || note_all_senders))
 		return;
 	struct go_id id;
 	if (!go_id_of(pi, user_g(), &id))

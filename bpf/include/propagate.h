@@ -132,6 +132,9 @@ int weft_sockops(struct bpf_sock_ops *skops)
 		if (pid_traced(tgid) && (bpf_map_lookup_elem(&eagain_retry, &tgid) || !connects_blocking(skops))) {
 			__u8 one = 1;
 			bpf_map_update_elem(&connecting, &cookie, &one, BPF_ANY);
+			struct proc_info *pi = proc_of(tgid);
+			if (pi && !pi->clients)
+				pi->clients = 1; /* its sends now need their goroutine noted */
 		}
 		return 1;
 	}
@@ -556,7 +559,7 @@ int weft_inject(struct sk_msg_md *msg)
 		if (!eol) {
 			if (k == 0 && n == size) {
 				/* The request line continues in a later send. */
-				new_client_ctx(pid_tgid, correlation_key((__u32)pid_tgid), &ck, &cs->ctx, cs->parent_id);
+				new_client_ctx(pid_tgid, correlation_key((__u32)pid_tgid), &ck, 0, &cs->ctx, cs->parent_id);
 				bpf_map_update_elem(&split_requests, &ck, cs, BPF_ANY);
 				bpf_map_update_elem(&sent_ctx, &pid_tgid, cs, BPF_ANY);
 			}
@@ -578,7 +581,7 @@ int weft_inject(struct sk_msg_md *msg)
 	if (count == 0)
 		return SK_PASS;
 
-	new_client_ctx(pid_tgid, correlation_key((__u32)pid_tgid), &ck, &cs->ctx, cs->parent_id);
+	new_client_ctx(pid_tgid, correlation_key((__u32)pid_tgid), &ck, 0, &cs->ctx, cs->parent_id);
 #pragma clang loop unroll(disable)
 	for (int k = 1; k < MAX_PIPELINED; k++) {
 		if (k >= count)

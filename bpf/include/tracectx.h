@@ -521,7 +521,8 @@ static __always_inline void conn_key_of_event(const struct event_header *h, stru
  * connection ck is the child of, copied to out; false for a new trace.
  * When weft cannot know, it is a new trace and a counter says why: a
  * wrong parent is worse than none. */
-static __always_inline bool client_parent(__u64 pid_tgid, __u32 key, const struct conn_key *ck, struct span_ctx *out)
+static __always_inline bool client_parent(__u64 pid_tgid, __u32 key, const struct conn_key *ck, const struct go_id *gid,
+					  struct span_ctx *out)
 {
 	struct span_ctx *route = bpf_map_lookup_elem(&conn_parent, ck);
 	if (route) {
@@ -533,7 +534,7 @@ static __always_inline bool client_parent(__u64 pid_tgid, __u32 key, const struc
 	__u8 mode = mode_of(tgid);
 	struct span_ctx *srv;
 	if (mode == WEFT_MODE_GO) {
-		srv = go_parent(tgid, bpf_map_lookup_elem(&go_sender, &pid_tgid));
+		srv = go_parent(tgid, gid ? gid : bpf_map_lookup_elem(&go_sender, &pid_tgid));
 	} else if (!by_thread(mode)) {
 		count(WEFT_STAT_PARENT_UNKNOWN);
 		return false;
@@ -551,12 +552,14 @@ static __always_inline bool client_parent(__u64 pid_tgid, __u32 key, const struc
 }
 
 /* The client span of a request the current thread sends on connection
- * ck: a child of what it works for, or a new trace. */
-static __always_inline void new_client_ctx(__u64 pid_tgid, __u32 key, const struct conn_key *ck, struct span_ctx *out,
-					   __u8 *parent)
+ * ck: a child of what it works for, or a new trace. gid: the sending
+ * goroutine of a Go program, when the caller could read it; else the one
+ * the send's entry noted. */
+static __always_inline void new_client_ctx(__u64 pid_tgid, __u32 key, const struct conn_key *ck,
+					   const struct go_id *gid, struct span_ctx *out, __u8 *parent)
 {
 	struct span_ctx srv;
-	if (client_parent(pid_tgid, key, ck, &srv)) {
+	if (client_parent(pid_tgid, key, ck, gid, &srv)) {
 		__builtin_memcpy(out->trace_id, srv.trace_id, 16);
 		__builtin_memcpy(parent, srv.span_id, 8);
 		out->trace_flags = srv.trace_flags;
@@ -596,7 +599,11 @@ static __always_inline void client_request(struct event_header *h, const __u8 *d
 	struct span_ctx c = {};
 	struct conn_key ck = {};
 	conn_key_of_event(h, &ck);
-	new_client_ctx(pid_tgid, h->key, &ck, &c, h->parent_id);
+	struct proc_info *pi = proc_of(h->pid);
+	struct go_id gid = {};
+	if (pi && pi->mode == WEFT_MODE_GO)
+		go_id_of(pi, user_g(), &gid);
+	new_client_ctx(pid_tgid, h->key, &ck, pi && pi->mode == WEFT_MODE_GO ? &gid : 0, &c, h->parent_id);
 	__builtin_memcpy(h->trace_id, c.trace_id, 16);
 	__builtin_memcpy(h->span_id, c.span_id, 8);
 	h->trace_flags = c.trace_flags;
@@ -676,7 +683,8 @@ static __always_inline void assign_trace_context(struct event_header *h, const _
 			struct start_prefix p = {.len = n};
 			__builtin_memcpy(p.b, data, 7);
 			bpf_map_update_elem(&start_prefixes, &h->sock_id, &p, BPF_ANY);
-		} else if (prefixed_request_start(h->sock_id, data, n)) {
+		} else if (n > 0 && ((data[0] >= 'A' && data[0] <= 'Z') || data[0] == ' ') && !is_response_start(data, n) &&
+			   prefixed_request_start(h->sock_id, data, n)) {
 			server_request(h, data, n);
 		} else {
 			server_head_more(h, data, n);

@@ -108,7 +108,8 @@ enum weft_proc_mode {
  * goroutine's id and its creator's (0: not in this Go, before 1.21). */
 struct proc_info {
 	__u8 mode; /* enum weft_proc_mode */
-	__u8 _pad;
+	__u8 clients; /* it connected sockets that may join the injection
+	               * sockhash: sk_msg needs its sending goroutines noted */
 	__u16 goid_off;
 	__u16 parent_goid_off;
 	__u16 _pad2;

@@ -119,7 +119,7 @@ type kprobePendingHead struct {
 type kprobeProcInfo struct {
 	_             structs.HostLayout
 	Mode          uint8
-	Pad           uint8
+	Clients       uint8
 	GoidOff       uint16
 	ParentGoidOff uint16
 	Pad2          uint16
@@ -247,6 +247,7 @@ const (
 	kprobeProgWeftTcpSendmsg         = "weft_tcp_sendmsg"
 	kprobeProgWeftTcpSendmsgRet      = "weft_tcp_sendmsg_ret"
 	kprobeVarCaptureMax              = "capture_max"
+	kprobeVarNoteAllSenders          = "note_all_senders"
 	kprobeVarNotifyExec              = "notify_exec"
 	kprobeVarSelfPid                 = "self_pid"
 	kprobeVarTraceAll                = "trace_all"
@@ -373,6 +374,7 @@ type kprobeMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type kprobeVariableSpecs struct {
 	CaptureMax        *ebpf.VariableSpec `ebpf:"capture_max"`
+	NoteAllSenders    *ebpf.VariableSpec `ebpf:"note_all_senders"`
 	NotifyExec        *ebpf.VariableSpec `ebpf:"notify_exec"`
 	SelfPid           *ebpf.VariableSpec `ebpf:"self_pid"`
 	TraceAll          *ebpf.VariableSpec `ebpf:"trace_all"`
@@ -487,6 +489,7 @@ func (m *kprobeMaps) Close() error {
 // It can be passed to loadKprobeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type kprobeVariables struct {
 	CaptureMax        *ebpf.Variable `ebpf:"capture_max"`
+	NoteAllSenders    *ebpf.Variable `ebpf:"note_all_senders"`
 	NotifyExec        *ebpf.Variable `ebpf:"notify_exec"`
 	SelfPid           *ebpf.Variable `ebpf:"self_pid"`
 	TraceAll          *ebpf.Variable `ebpf:"trace_all"`

@@ -121,7 +121,7 @@ type tpPendingHead struct {
 type tpProcInfo struct {
 	_             structs.HostLayout
 	Mode          uint8
-	Pad           uint8
+	Clients       uint8
 	GoidOff       uint16
 	ParentGoidOff uint16
 	Pad2          uint16
@@ -316,6 +316,7 @@ const (
 	tpProgWeftSockops            = "weft_sockops"
 	tpProgWeftSockopsAny         = "weft_sockops_any"
 	tpVarCaptureMax              = "capture_max"
+	tpVarNoteAllSenders          = "note_all_senders"
 	tpVarNotifyExec              = "notify_exec"
 	tpVarSelfPid                 = "self_pid"
 	tpVarTraceAll                = "trace_all"
@@ -452,6 +453,7 @@ type tpMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type tpVariableSpecs struct {
 	CaptureMax        *ebpf.VariableSpec `ebpf:"capture_max"`
+	NoteAllSenders    *ebpf.VariableSpec `ebpf:"note_all_senders"`
 	NotifyExec        *ebpf.VariableSpec `ebpf:"notify_exec"`
 	SelfPid           *ebpf.VariableSpec `ebpf:"self_pid"`
 	TraceAll          *ebpf.VariableSpec `ebpf:"trace_all"`
@@ -562,6 +564,7 @@ func (m *tpMaps) Close() error {
 // It can be passed to loadTpObjects or ebpf.CollectionSpec.LoadAndAssign.
 type tpVariables struct {
 	CaptureMax        *ebpf.Variable `ebpf:"capture_max"`
+	NoteAllSenders    *ebpf.Variable `ebpf:"note_all_senders"`
 	NotifyExec        *ebpf.Variable `ebpf:"notify_exec"`
 	SelfPid           *ebpf.Variable `ebpf:"self_pid"`
 	TraceAll          *ebpf.Variable `ebpf:"trace_all"`

@@ -106,6 +106,8 @@ func load(opts Options, replace map[string]*ebpf.Map) (*ebpf.Collection, error) 
 		"self_pid":    opts.SelfPID,
 		"trace_all":   boolByte(opts.TraceAll),
 		"notify_exec": boolByte(opts.NotifyExec),
+		// sockops that cannot tell the process take every connection
+		"note_all_senders": boolByte(!SockopsKnowsProcess()),
 	}
 	for name, v := range vars {
 		vs, ok := spec.Variables[name]
