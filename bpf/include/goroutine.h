@@ -6,10 +6,10 @@
  *
  * - A goroutine that reads the start of a request serves it (its root).
  * - A goroutine created by one serving a request works for it too, for as
- *   long as that request is live. Go 1.21+ records the creator's id in
- *   runtime.g.parentGoid, read at the send: nothing is hooked at goroutine
- *   creation, which costs a uprobe trap each. Older Go: uprobes on
- *   runtime.newproc1 copy the creator's request to the new goroutine.
+ *   long as that request is live: uprobes in runtime.newproc1 copy the
+ *   creator's request to the new goroutine when it is created (the
+ *   creator from runtime.g.parentGoid on Go 1.21+, from newproc1's
+ *   argument before).
  * - net/http's client writes requests from its connection's writeLoop
  *   goroutine, not the caller's: the caller's (*persistConn).roundTrip
  *   leaves its request on the connection (go_route), and the writeLoop
@@ -156,15 +156,16 @@ static __always_inline struct go_ctx *go_entry(__u32 tgid, __u64 goid, bool *sta
 	return c;
 }
 
-/* The live request a goroutine works for: its own, else its creator's. */
+/* The live request a goroutine works for. Only its own entry counts,
+ * made when it read a request or copied when it was created: its
+ * creator's current request may have begun after it was created (a
+ * connection's goroutine serves one request after another), so it is
+ * never asked later. */
 static __always_inline struct go_ctx *go_lookup(__u32 tgid, const struct go_id *id, bool *stale)
 {
 	if (!id->goid)
 		return 0;
-	struct go_ctx *c = go_entry(tgid, id->goid, stale);
-	if (c || *stale || !id->parent)
-		return c;
-	return go_entry(tgid, id->parent, stale);
+	return go_entry(tgid, id->goid, stale);
 }
 
 /* The parent of a client request goroutine id sends: the request of the

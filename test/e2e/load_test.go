@@ -15,6 +15,13 @@ import (
 // load sends n GETs at the given concurrency from this (untraced) process.
 func load(t *testing.T, url string, n, concurrency int) {
 	t.Helper()
+	loadEach(t, func(int64) string { return url }, n, concurrency)
+}
+
+// loadEach sends GET urlOf(i) for i = 1..n at the given concurrency from
+// this (untraced) process, and fails the test if any request fails.
+func loadEach(t *testing.T, urlOf func(i int64) string, n, concurrency int) {
+	t.Helper()
 	tr := &http.Transport{MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
@@ -25,8 +32,12 @@ func load(t *testing.T, url string, n, concurrency int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for next.Add(1) <= int64(n) {
-				resp, err := client.Get(url)
+			for {
+				i := next.Add(1)
+				if i > int64(n) {
+					return
+				}
+				resp, err := client.Get(urlOf(i))
 				if err != nil {
 					failed.Add(1)
 					firstErr.CompareAndSwap(nil, err.Error())

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,40 +23,7 @@ import (
 // from this (untraced) process, so that every span names its request.
 func numberedLoad(t *testing.T, base string, n, concurrency int) {
 	t.Helper()
-	tr := &http.Transport{MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
-	var next, failed atomic.Int64
-	var firstErr atomic.Value
-	var wg sync.WaitGroup
-	for range concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1)
-				if i > int64(n) {
-					return
-				}
-				resp, err := client.Get(fmt.Sprintf("%s%d", base, i))
-				if err != nil {
-					failed.Add(1)
-					firstErr.CompareAndSwap(nil, err.Error())
-					continue
-				}
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != 200 {
-					failed.Add(1)
-					firstErr.CompareAndSwap(nil, resp.Status+": "+string(b))
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if f := failed.Load(); f > 0 {
-		t.Fatalf("%d of %d requests failed, first: %v", f, n, firstErr.Load())
-	}
+	loadEach(t, func(i int64) string { return fmt.Sprintf("%s%d", base, i) }, n, concurrency)
 }
 
 // parentReport sorts every backend call of numbered requests: right when
@@ -387,5 +353,57 @@ func TestNginxParents(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A goroutine that outlives its request never takes the next request of
+// the connection goroutine that created it: /spawn/1 leaves a goroutine
+// that calls 50 ms later, while /slow/2, sent on the same kept-alive
+// connection right after, is live on the same connection goroutine. The
+// late call is a root, counted as refused because its request ended.
+func TestGoGoroutineOutlivesRequest(t *testing.T) {
+	setup(t)
+	bins := buildGoAsync(t)
+	rcv := otlptest.Start(t)
+	backend, backAddr := startServer(t, "-mode=nethttp")
+	cmd := exec.Command(bins["go-default"], "-backend="+backAddr)
+	cmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME=front")
+	front, frontAddr := startListener(t, cmd)
+	w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", front.Pid(), backend.Pid()))
+	tr := &http.Transport{MaxConnsPerHost: 1}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	for _, path := range []string{"/spawn/1", "/slow/2"} {
+		resp, err := client.Get("http://" + frontAddr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	// front: 2 server spans, 2 client spans; backend: 2 server spans
+	spans := waitSpans(t, rcv, 6, 30*time.Second, anySpan)
+	byID := map[string]span{}
+	for _, s := range spans {
+		byID[s.id] = s
+	}
+	for _, s := range spans {
+		if s.service != "front" || s.kind != tracepb.Span_SPAN_KIND_CLIENT {
+			continue
+		}
+		switch s.attrs["url.path"] {
+		case "/work/late-1":
+			if s.parent != "" {
+				t.Errorf("the late call has parent %s (%v):\n%s", s.parent, byID[s.parent].attrs["url.path"], dump(spans))
+			}
+		case "/work/2":
+			if p := byID[s.parent]; p.attrs["url.path"] != "/slow/2" {
+				t.Errorf("/slow/2's call is not its child:\n%s", dump(spans))
+			}
+		}
+	}
+	m, _ := w.Metrics()
+	if m["parent_refused_ended"] != 1 {
+		t.Errorf("parent_refused_ended = %d, want 1", m["parent_refused_ended"])
 	}
 }

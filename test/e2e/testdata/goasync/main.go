@@ -6,6 +6,9 @@
 //	/req/N  waits 0-10 ms, then GETs <backend>/work/N
 //	/fan/N  waits 0-10 ms, then GETs <backend>/work/N/a and /work/N/b from
 //	        two goroutines at once
+//	/spawn/N answers at once, leaving a goroutine that GETs
+//	        <backend>/work/late-N 50 ms later, when its request is over
+//	/slow/N waits 200 ms, then GETs <backend>/work/N
 //
 // It prints its address on the first line. Written for Go 1.19 and later.
 package main
@@ -74,6 +77,25 @@ func main() {
 				http.Error(w, err.Error(), 502)
 				return
 			}
+		}
+		io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("/spawn/", func(w http.ResponseWriter, r *http.Request) {
+		n := strings.TrimPrefix(r.URL.Path, "/spawn/")
+		go func() {
+			time.Sleep(50 * time.Millisecond)
+			if err := call(base + "late-" + n); err != nil {
+				log.Print(err)
+			}
+		}()
+		io.WriteString(w, "spawned\n")
+	})
+	mux.HandleFunc("/slow/", func(w http.ResponseWriter, r *http.Request) {
+		n := strings.TrimPrefix(r.URL.Path, "/slow/")
+		time.Sleep(200 * time.Millisecond)
+		if err := call(base + n); err != nil {
+			http.Error(w, err.Error(), 502)
+			return
 		}
 		io.WriteString(w, "ok\n")
 	})
