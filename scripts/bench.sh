@@ -4,13 +4,17 @@
 # (open loop), then at saturation (wrk, closed loop).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-echo "## Fixed load: 3000 requests/s for 15 s per run, 3 off/on pairs"
+echo "## Fixed load: 3000 requests/s for 15 s per run, 3 rounds of off / on without runtime hooks / on"
 echo
-go run ./test/bench -rate 3000 "$@"
+go run ./test/bench -rate 3000 -modes off,nohooks,on "$@"
 echo
-echo "## Saturation: wrk, 1 thread, 32 connections, 15 s per run, 3 off/on pairs"
+echo "## Saturation: wrk, 1 thread, 32 connections, 15 s per run, 3 rounds of off / nohooks / on"
 echo
-go run ./test/bench "$@"
+go run ./test/bench -modes off,nohooks,on "$@"
+echo
+echo "## Right parents: a Go net/http chain at 1000 requests/s, off / on without runtime hooks / on"
+echo
+go run ./test/bench -go-chain -rate 1000 -rounds 6 -modes off,nohooks,on "$@"
 echo
 echo "## Propagation: a two-service chain at 1500 requests/s, weft off / on without injection / on"
 echo

@@ -33,7 +33,8 @@ var (
 	rate     = flag.Int("rate", 0, "fixed request rate (open loop); 0 runs wrk at saturation")
 	chain    = flag.Bool("chain", false, "load a two-service chain (thread-per-request front calling a net/http backend)")
 	chainKA  = flag.Bool("chain-keepalive", false, "with -chain: the front keeps one backend connection per thread instead of one per call")
-	modes    = flag.String("modes", "off,on", "weft configurations, alternating: off, on, noprop (weft with --propagation=off), floor (-send-cost only: no weft, the sender's connections in a pass-through sockhash), prof<Hz> (on, profiling at Hz)")
+	goChain  = flag.Bool("go-chain", false, "load a Go net/http chain: test/e2e/testdata/goasync's /req (waits 0-10 ms, calls the backend with net/http's client)")
+	modes    = flag.String("modes", "off,on", "weft configurations, alternating: off, on, noprop (weft with --propagation=off), nohooks (weft with --runtime-hooks=off), floor (-send-cost only: no weft, the sender's connections in a pass-through sockhash), prof<Hz> (on, profiling at Hz)")
 )
 
 // rotated is order started at its i-th mode: over rounds, every mode runs
@@ -106,6 +107,19 @@ func main() {
 		pids = append(pids, front.Process.Pid)
 	}
 
+	if *goChain {
+		goBin := filepath.Join(dir, "goasync")
+		cmd := exec.Command("go", "build", "-o", goBin, ".")
+		cmd.Dir = "test/e2e/testdata/goasync"
+		if out, err := cmd.CombinedOutput(); err != nil {
+			log.Fatalf("build goasync: %v\n%s", err, out)
+		}
+		front, faddr := startServer(goBin, "-addr=127.0.0.1:0", "-backend="+addr)
+		defer front.Process.Kill()
+		url = "http://" + faddr + "/req/1"
+		pids = append(pids, front.Process.Pid)
+	}
+
 	otlp := startSink()
 	// Warm up the server and the page cache.
 	wrk(url, 3*time.Second)
@@ -131,11 +145,15 @@ func startWeft(mode string, pids []int, otlp string, pre ...string) (*exec.Cmd, 
 	for _, p := range pids {
 		ps = append(ps, strconv.Itoa(p))
 	}
-	prop := "headers"
-	if mode == "noprop" {
+	prop, hooks := "headers", "on"
+	switch mode {
+	case "noprop":
 		prop = "off"
+	case "nohooks":
+		hooks = "off"
 	}
 	args := append(pre, *weftBin, "run", "--probes=auto", "--pid="+strings.Join(ps, ","), "--propagation="+prop,
+		"--runtime-hooks="+hooks,
 		"--metrics-addr=127.0.0.1:"+strconv.Itoa(port), "--stats-interval=0", "--otlp-endpoint="+otlp, "--otlp-insecure")
 	w := exec.Command(args[0], append(args[1:], profileArgs(mode)...)...)
 	check(w.Start())
