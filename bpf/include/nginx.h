@@ -18,6 +18,7 @@
 #define WEFT_NGINX_H
 
 #include "common.h"
+#include "sockfd.h"
 
 #define NGX_REQUEST_CONNECTION 8
 #define NGX_CONNECTION_FD 24
@@ -25,8 +26,6 @@
 #define NGX_OK 0
 #define NGX_AGAIN -2
 #define NGX_DONE -4
-#define S_IFMT 00170000
-#define S_IFSOCK 0140000
 
 /* pid_tgid -> the downstream socket whose upstream is being set up. */
 struct {
@@ -44,25 +43,6 @@ struct {
 	__type(value, __u64);
 } ngx_connecting SEC(".maps");
 
-/* The socket behind file descriptor fd of the current process, or 0. */
-static __always_inline struct sock *fd_sock(__s32 fd)
-{
-	if (fd < 0)
-		return 0;
-	struct task_struct *t = bpf_get_current_task_btf();
-	struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
-	if (!fdt || (__u32)fd >= BPF_CORE_READ(fdt, max_fds))
-		return 0;
-	struct file **fds = BPF_CORE_READ(fdt, fd);
-	struct file *f = 0;
-	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) < 0 || !f)
-		return 0;
-	if ((BPF_CORE_READ(f, f_inode, i_mode) & S_IFMT) != S_IFSOCK)
-		return 0;
-	struct socket *so = BPF_CORE_READ(f, private_data);
-	return so ? BPF_CORE_READ(so, sk) : 0;
-}
-
 /* The fd of the ngx_connection_t at user address c. */
 static __always_inline __s32 ngx_conn_fd(__u64 c)
 {
@@ -70,21 +50,6 @@ static __always_inline __s32 ngx_conn_fd(__u64 c)
 	if (!c || bpf_probe_read_user(&fd, sizeof(fd), (void *)(c + NGX_CONNECTION_FD)) < 0)
 		return -1;
 	return fd;
-}
-
-static __always_inline void conn_key_of_sock(struct sock *sk, struct conn_key *k)
-{
-	struct sock_common *c = &sk->__sk_common;
-	k->family = BPF_CORE_READ(c, skc_family);
-	k->local_port = BPF_CORE_READ(c, skc_num);
-	k->remote_port = bpf_ntohs(BPF_CORE_READ(c, skc_dport));
-	if (k->family == AF_INET6) {
-		BPF_CORE_READ_INTO(&k->local_ip, c, skc_v6_rcv_saddr.in6_u.u6_addr32);
-		BPF_CORE_READ_INTO(&k->remote_ip, c, skc_v6_daddr.in6_u.u6_addr32);
-	} else {
-		k->local_ip[0] = BPF_CORE_READ(c, skc_rcv_saddr);
-		k->remote_ip[0] = BPF_CORE_READ(c, skc_daddr);
-	}
 }
 
 SEC("uprobe/ngx_http_upstream_init")

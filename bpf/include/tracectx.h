@@ -494,8 +494,9 @@ struct conn_key {
 
 /* Outgoing connection -> the request its next request works for, written
  * by the code that owns that request before the bytes leave (nginx's
- * upstream hooks), taken by the send that starts it: whichever thread
- * writes, the connection names the request. */
+ * upstream hooks, the Node.js companion), taken by the send that starts
+ * it: whichever thread writes, the connection names the request. All-zero
+ * ids: decided, no parent. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
@@ -526,8 +527,12 @@ static __always_inline bool client_parent(__u64 pid_tgid, __u32 key, const struc
 {
 	struct span_ctx *route = bpf_map_lookup_elem(&conn_parent, ck);
 	if (route) {
-		*out = *route;
+		struct span_ctx r = *route;
 		bpf_map_delete_elem(&conn_parent, ck);
+		__u64 *id = (__u64 *)r.trace_id;
+		if (!(id[0] | id[1]))
+			return false; /* decided: no parent (counted where decided) */
+		*out = r;
 		return true;
 	}
 	__u32 tgid = pid_tgid >> 32;

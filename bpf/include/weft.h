@@ -102,6 +102,8 @@ enum weft_proc_mode {
 	WEFT_MODE_REFUSE = 3,  /* a runtime weft cannot follow: client spans start their own trace */
 	WEFT_MODE_AGENT = 4,   /* by thread, with the ids an agent mounts (mount protocol): set by
 	                        * the kernel side at the process's first packet, kept by user space */
+	WEFT_MODE_NODE = 5,    /* Node.js: a client request's parent only as weft's companion
+	                        * announces it for its connection (node.h), else its own trace */
 };
 
 /* A traced process's mode and, for Go, where runtime.g keeps the

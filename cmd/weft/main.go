@@ -14,6 +14,8 @@ const usage = `weft — zero-code HTTP tracing from the kernel
 Usage:
   weft run [flags]      trace processes and export spans (needs root)
   weft java attach PID  load weft's Java agent into running JVMs
+  weft node attach PID  load weft's Node.js companion into running Node.js
+  weft node script      write the companion, for NODE_OPTIONS=--require
   weft profile [flags]  flame graph and pprof of one span, trace or span name
   weft doctor           tell what this kernel supports and what weft will use
   weft version          print the version
@@ -32,6 +34,8 @@ func main() {
 		err = runCmd(os.Args[2:])
 	case "java":
 		err = javaCmd(os.Args[2:])
+	case "node":
+		err = nodeCmd(os.Args[2:])
 	case "profile":
 		err = profileCmd(os.Args[2:])
 	case "doctor":

@@ -81,16 +81,28 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 
 	var reg metrics.Registry
 	loop := &loop{tr: tr, corr: corr, sel: sel, resolver: resolver, clock: clock, seen: map[uint32]bool{}}
+	var attachers []*attacher
 	if cfg.JavaAgent == "attach" {
 		ja, cleanup, err := newJavaAttacher(ctx, javaagent.Jar(), cfg.JavaAgentArgs)
 		if err != nil {
 			return err
 		}
 		defer cleanup()
-		for _, pid := range sel.Traced() {
-			ja.Offer(pid)
+		attachers = append(attachers, ja)
+	}
+	if cfg.NodeAgent == "attach" {
+		attachers = append(attachers, newNodeAttacher(ctx))
+	}
+	if len(attachers) > 0 {
+		offer := func(pid int) {
+			for _, a := range attachers {
+				a.Offer(pid)
+			}
 		}
-		loop.onNewPID = func(pid uint32) { ja.Offer(int(pid)) }
+		for _, pid := range sel.Traced() {
+			offer(pid)
+		}
+		loop.onNewPID = func(pid uint32) { offer(int(pid)) }
 	}
 	if prof != nil {
 		loop.onGone = prof.processGone

@@ -33,6 +33,11 @@ type Config struct {
 	// JavaAgentArgs are passed to the agent when weft attaches it, e.g.
 	// "mode=ioctl".
 	JavaAgentArgs string `yaml:"java_agent_args"`
+	// NodeAgent is "attach" (load weft's Node.js companion into every
+	// traced Node.js process through its inspector, so its calls keep
+	// their request's parent) or "off" (load it with NODE_OPTIONS, or
+	// calls start traces of their own).
+	NodeAgent string `yaml:"node_agent"`
 
 	Select Select `yaml:"select"`
 	OTLP   OTLP   `yaml:"otlp"`
@@ -81,6 +86,7 @@ func Default() Config {
 		Propagation:    "headers",
 		RuntimeHooks:   "on",
 		JavaAgent:      "off",
+		NodeAgent:      "off",
 		CaptureBytes:   512,
 		RequestTimeout: 2 * time.Minute,
 		StatsInterval:  time.Minute,
@@ -106,6 +112,11 @@ func (c *Config) Validate() error {
 	case "on", "off":
 	default:
 		return fmt.Errorf("runtime_hooks %q: want on or off", c.RuntimeHooks)
+	}
+	switch c.NodeAgent {
+	case "attach", "off":
+	default:
+		return fmt.Errorf("node_agent %q: want attach or off", c.NodeAgent)
 	}
 	switch c.JavaAgent {
 	case "attach", "off":

@@ -20,6 +20,7 @@ type Flags struct {
 	endpoint     string
 	headers      string
 	javaAgent    string
+	nodeAgent    string
 	javaArgs     string
 	insecure     bool
 	reqTimeout   time.Duration
@@ -39,6 +40,7 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.propagation, "propagation", d.Propagation, "write traceparent into outgoing HTTP/1.x requests: headers or off")
 	fs.StringVar(&f.rtHooks, "runtime-hooks", d.RuntimeHooks, "uprobes on Go programs so their calls keep their goroutine's parent: on or off")
 	fs.StringVar(&f.javaAgent, "java-agent", d.JavaAgent, "load weft's Java agent into traced JVMs: attach or off")
+	fs.StringVar(&f.nodeAgent, "node-agent", d.NodeAgent, "load weft's Node.js companion into traced Node.js processes: attach or off")
 	fs.StringVar(&f.javaArgs, "java-agent-args", "", "arguments for the Java agent weft attaches, e.g. mode=ioctl")
 	fs.IntVar(&f.captureBytes, "capture-bytes", d.CaptureBytes, "leading payload bytes captured per send/recv (64..4096)")
 	fs.StringVar(&f.pids, "pid", "", "trace these process ids (comma-separated) and their children")
@@ -71,6 +73,8 @@ func (f *Flags) apply(c *Config, fs *flag.FlagSet) error {
 			c.RuntimeHooks = f.rtHooks
 		case "java-agent":
 			c.JavaAgent = f.javaAgent
+		case "node-agent":
+			c.NodeAgent = f.nodeAgent
 		case "java-agent-args":
 			c.JavaAgentArgs = f.javaArgs
 		case "capture-bytes":

@@ -96,6 +96,7 @@ func applyEnv(c *Config, getenv func(string) string) error {
 	set("WEFT_RUNTIME_HOOKS", func(v string) error { c.RuntimeHooks = v; return nil })
 	set("WEFT_JAVA_AGENT", func(v string) error { c.JavaAgent = v; return nil })
 	set("WEFT_JAVA_AGENT_ARGS", func(v string) error { c.JavaAgentArgs = v; return nil })
+	set("WEFT_NODE_AGENT", func(v string) error { c.NodeAgent = v; return nil })
 	set("WEFT_CAPTURE_BYTES", func(v string) (e error) { c.CaptureBytes, e = strconv.Atoi(v); return })
 	set("WEFT_PIDS", func(v string) (e error) { c.Select.PIDs, e = parseInts(v); return })
 	set("WEFT_PORTS", func(v string) (e error) { c.Select.Ports, e = parseInts(v); return })

@@ -235,6 +235,7 @@ const (
 	kprobeProgWeftNgxConnectPeerRet  = "weft_ngx_connect_peer_ret"
 	kprobeProgWeftNgxUpstreamInit    = "weft_ngx_upstream_init"
 	kprobeProgWeftNgxUpstreamInitRet = "weft_ngx_upstream_init_ret"
+	kprobeProgWeftNodeAnnounce       = "weft_node_announce"
 	kprobeProgWeftSample             = "weft_sample"
 	kprobeProgWeftSockState          = "weft_sock_state"
 	kprobeProgWeftSockops            = "weft_sockops"
@@ -315,6 +316,7 @@ type kprobeProgramSpecs struct {
 	WeftNgxConnectPeerRet  *ebpf.ProgramSpec `ebpf:"weft_ngx_connect_peer_ret"`
 	WeftNgxUpstreamInit    *ebpf.ProgramSpec `ebpf:"weft_ngx_upstream_init"`
 	WeftNgxUpstreamInitRet *ebpf.ProgramSpec `ebpf:"weft_ngx_upstream_init_ret"`
+	WeftNodeAnnounce       *ebpf.ProgramSpec `ebpf:"weft_node_announce"`
 	WeftSample             *ebpf.ProgramSpec `ebpf:"weft_sample"`
 	WeftSockState          *ebpf.ProgramSpec `ebpf:"weft_sock_state"`
 	WeftSockops            *ebpf.ProgramSpec `ebpf:"weft_sockops"`
@@ -519,6 +521,7 @@ type kprobePrograms struct {
 	WeftNgxConnectPeerRet  *ebpf.Program `ebpf:"weft_ngx_connect_peer_ret"`
 	WeftNgxUpstreamInit    *ebpf.Program `ebpf:"weft_ngx_upstream_init"`
 	WeftNgxUpstreamInitRet *ebpf.Program `ebpf:"weft_ngx_upstream_init_ret"`
+	WeftNodeAnnounce       *ebpf.Program `ebpf:"weft_node_announce"`
 	WeftSample             *ebpf.Program `ebpf:"weft_sample"`
 	WeftSockState          *ebpf.Program `ebpf:"weft_sock_state"`
 	WeftSockops            *ebpf.Program `ebpf:"weft_sockops"`
@@ -547,6 +550,7 @@ func (p *kprobePrograms) Close() error {
 		p.WeftNgxConnectPeerRet,
 		p.WeftNgxUpstreamInit,
 		p.WeftNgxUpstreamInitRet,
+		p.WeftNodeAnnounce,
 		p.WeftSample,
 		p.WeftSockState,
 		p.WeftSockops,

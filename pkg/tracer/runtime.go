@@ -25,6 +25,7 @@ const (
 	ModeGo      Mode = Mode(tpWeftProcModeWEFT_MODE_GO)
 	ModeRefuse  Mode = Mode(tpWeftProcModeWEFT_MODE_REFUSE)
 	ModeAgent   Mode = Mode(tpWeftProcModeWEFT_MODE_AGENT)
+	ModeNode    Mode = Mode(tpWeftProcModeWEFT_MODE_NODE)
 )
 
 func (m Mode) String() string {
@@ -37,6 +38,8 @@ func (m Mode) String() string {
 		return "fail-closed"
 	case ModeAgent:
 		return "agent"
+	case ModeNode:
+		return "node companion"
 	}
 	return "unknown"
 }
@@ -62,8 +65,9 @@ type hookPlan struct {
 // Classify reads a process's executable and says how its requests can be
 // followed: by goroutine for Go programs weft has hooks for, fail-closed
 // for Go programs it has none for (their goroutines move between threads,
-// so a thread names no request), by thread otherwise, with nginx's
-// upstream hooks where the executable is nginx.
+// so a thread names no request), by the Node.js companion's announcements
+// for Node.js, by thread otherwise, with nginx's upstream hooks where the
+// executable is nginx.
 func Classify(pid int) (Correlation, *hookPlan) {
 	exe := "/proc/" + strconv.Itoa(pid) + "/exe"
 	bin, err := goexec.Open(exe)
@@ -72,6 +76,12 @@ func Classify(pid int) (Correlation, *hookPlan) {
 		if isNginx(exe) {
 			return Correlation{Mode: ModeThread, Reason: "nginx: upstream requests tied to their downstream request"},
 				&hookPlan{attach: attachNginx, fallback: Correlation{Mode: ModeThread, Reason: "nginx without upstream hooks: by thread"}}
+		}
+		if isNode(exe) {
+			// Without the companion's announcements its client spans are
+			// refused: one thread serves every request.
+			return Correlation{Mode: ModeNode, Reason: "Node.js: parents as weft's companion announces them, else none"},
+				&hookPlan{attach: attachNode, fallback: Correlation{Mode: ModeRefuse, Reason: "Node.js without the companion's hook"}}
 		}
 		return Correlation{Mode: ModeThread, Reason: "not a Go program"}, nil
 	case err != nil:
@@ -191,7 +201,7 @@ func (t *Tracer) setupRuntime(pid uint32) Correlation {
 	}
 	t.corrs[pid] = c
 	lvl := slog.LevelInfo
-	if c.Mode != ModeThread && c.Mode != ModeGo {
+	if c.Mode != ModeThread && c.Mode != ModeGo && c.Mode != ModeNode {
 		lvl = slog.LevelWarn
 	}
 	t.log.Log(context.Background(), lvl, "correlation", "pid", pid, "mode", c.Mode.String(), "why", c.Reason)

@@ -218,6 +218,7 @@ const (
 	tpWeftProcModeWEFT_MODE_GO      tpWeftProcMode = 2
 	tpWeftProcModeWEFT_MODE_REFUSE  tpWeftProcMode = 3
 	tpWeftProcModeWEFT_MODE_AGENT   tpWeftProcMode = 4
+	tpWeftProcModeWEFT_MODE_NODE    tpWeftProcMode = 5
 )
 
 type tpWeftStat uint32
@@ -309,6 +310,7 @@ const (
 	tpProgWeftNgxConnectPeerRet  = "weft_ngx_connect_peer_ret"
 	tpProgWeftNgxUpstreamInit    = "weft_ngx_upstream_init"
 	tpProgWeftNgxUpstreamInitRet = "weft_ngx_upstream_init_ret"
+	tpProgWeftNodeAnnounce       = "weft_node_announce"
 	tpProgWeftSample             = "weft_sample"
 	tpProgWeftSockRecv           = "weft_sock_recv"
 	tpProgWeftSockSend           = "weft_sock_send"
@@ -401,6 +403,7 @@ type tpProgramSpecs struct {
 	WeftNgxConnectPeerRet  *ebpf.ProgramSpec `ebpf:"weft_ngx_connect_peer_ret"`
 	WeftNgxUpstreamInit    *ebpf.ProgramSpec `ebpf:"weft_ngx_upstream_init"`
 	WeftNgxUpstreamInitRet *ebpf.ProgramSpec `ebpf:"weft_ngx_upstream_init_ret"`
+	WeftNodeAnnounce       *ebpf.ProgramSpec `ebpf:"weft_node_announce"`
 	WeftSample             *ebpf.ProgramSpec `ebpf:"weft_sample"`
 	WeftSockRecv           *ebpf.ProgramSpec `ebpf:"weft_sock_recv"`
 	WeftSockSend           *ebpf.ProgramSpec `ebpf:"weft_sock_send"`
@@ -611,6 +614,7 @@ type tpPrograms struct {
 	WeftNgxConnectPeerRet  *ebpf.Program `ebpf:"weft_ngx_connect_peer_ret"`
 	WeftNgxUpstreamInit    *ebpf.Program `ebpf:"weft_ngx_upstream_init"`
 	WeftNgxUpstreamInitRet *ebpf.Program `ebpf:"weft_ngx_upstream_init_ret"`
+	WeftNodeAnnounce       *ebpf.Program `ebpf:"weft_node_announce"`
 	WeftSample             *ebpf.Program `ebpf:"weft_sample"`
 	WeftSockRecv           *ebpf.Program `ebpf:"weft_sock_recv"`
 	WeftSockSend           *ebpf.Program `ebpf:"weft_sock_send"`
@@ -651,6 +655,7 @@ func (p *tpPrograms) Close() error {
 		p.WeftNgxConnectPeerRet,
 		p.WeftNgxUpstreamInit,
 		p.WeftNgxUpstreamInitRet,
+		p.WeftNodeAnnounce,
 		p.WeftSample,
 		p.WeftSockRecv,
 		p.WeftSockSend,

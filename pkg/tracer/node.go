@@ -1,0 +1,115 @@
+package tracer
+
+import (
+	"bufio"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+)
+
+// The function weft's Node.js companion calls to announce each outgoing
+// request's parent (bpf/include/node.h), and the marks of a Node.js
+// executable: node::Start, exported by the official builds (libuv linked
+// in), or libnode linked by distributions' builds (libuv shared).
+const (
+	nodeAnnounce = "uv_fs_access"
+	nodeStart    = "_ZN4node5StartEiPPc"
+	libnodeName  = "libnode.so"
+	libuvName    = "libuv.so"
+)
+
+// IsNode reports whether process pid runs Node.js.
+func IsNode(pid int) bool { return isNode("/proc/" + strconv.Itoa(pid) + "/exe") }
+
+// isNode reports whether the executable is a Node.js runtime.
+func isNode(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if libs, err := f.ImportedLibraries(); err == nil {
+		for _, l := range libs {
+			if strings.HasPrefix(l, libnodeName) {
+				return true
+			}
+		}
+	}
+	syms, _ := f.DynamicSymbols()
+	for _, s := range syms {
+		if s.Name == nodeStart && s.Value != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// definesFunc reports whether the ELF file at path defines fn.
+func definesFunc(path, fn string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	syms, _ := f.DynamicSymbols()
+	for _, s := range syms {
+		if s.Name == fn && elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeAnnounceFile is the file of process pid that holds uv_fs_access: its
+// executable, or the libuv it mapped.
+func nodeAnnounceFile(pid int) (string, error) {
+	proc := "/proc/" + strconv.Itoa(pid)
+	if definesFunc(proc+"/exe", nodeAnnounce) {
+		return proc + "/exe", nil
+	}
+	maps, err := os.Open(proc + "/maps")
+	if err != nil {
+		return "", err
+	}
+	defer maps.Close()
+	sc := bufio.NewScanner(maps)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 6 || !strings.HasPrefix(filepath.Base(f[5]), libuvName) {
+			continue
+		}
+		lib := proc + "/root" + f[5]
+		if definesFunc(lib, nodeAnnounce) {
+			return lib, nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", fmt.Errorf("read %s/maps: %w", proc, err)
+	}
+	return "", errors.New("no " + nodeAnnounce + " in the executable or a mapped libuv")
+}
+
+// attachNode puts the companion's announcement hook on process pid only.
+func attachNode(coll *ebpf.Collection, pid int) (io.Closer, error) {
+	path, err := nodeAnnounceFile(pid)
+	if err != nil {
+		return nil, err
+	}
+	ex, err := link.OpenExecutable(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	l, err := ex.Uprobe(nodeAnnounce, coll.Programs["weft_node_announce"], &link.UprobeOptions{PID: pid})
+	if err != nil {
+		return nil, fmt.Errorf("uprobe %s in %s: %w", nodeAnnounce, path, err)
+	}
+	return hookLinks{l}, nil
+}

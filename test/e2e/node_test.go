@@ -1,0 +1,196 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weftdev/weft/pkg/export/otlptest"
+)
+
+var nodeApp struct {
+	once   sync.Once
+	script string
+	err    error
+}
+
+// nodeAsync installs testdata/nodeasync's packages (npm ci, once per
+// run; nothing to fetch when node_modules is current) and writes weft's
+// companion out; it returns the app and the companion's paths.
+func nodeAsync(t *testing.T) (app, companion string) {
+	t.Helper()
+	dir := filepath.Join(repoRoot(), "test", "e2e", "testdata", "nodeasync")
+	nodeApp.once.Do(func() {
+		if !npmCurrent(dir) {
+			cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
+			cmd.Dir = dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				nodeApp.err = fmt.Errorf("npm ci in %s: %v\n%s", dir, err, out)
+				return
+			}
+		}
+		tmp, err := os.MkdirTemp("", "weft-node-")
+		if err != nil {
+			nodeApp.err = err
+			return
+		}
+		nodeApp.script = filepath.Join(tmp, "weft-node.js")
+		if out, err := exec.Command(bins.weft, "node", "script", "--out", nodeApp.script).CombinedOutput(); err != nil {
+			nodeApp.err = fmt.Errorf("weft node script: %v\n%s", err, out)
+		}
+	})
+	if nodeApp.err != nil {
+		t.Fatal(nodeApp.err)
+	}
+	return filepath.Join(dir, "app.js"), nodeApp.script
+}
+
+// npmCurrent reports whether npm ci has installed dir's lock file.
+func npmCurrent(dir string) bool {
+	lock, err := os.Stat(filepath.Join(dir, "package-lock.json"))
+	if err != nil {
+		return false
+	}
+	inst, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json"))
+	return err == nil && !inst.ModTime().Before(lock.ModTime())
+}
+
+// Node.js: parents as weft's companion announces them. 300 requests at
+// concurrency 32 whose handlers wait, then call a backend with http.get
+// through a keep-alive agent of 8 sockets (so calls wait for a socket that
+// another request frees), two such calls at once, and fetch; the
+// companion loaded by NODE_OPTIONS into a plain http server and an Express
+// app, and into a running server by `weft node attach`. Calls made after
+// their request was answered get no parent, each counted.
+func TestNodeAsyncParents(t *testing.T) {
+	setup(t)
+	app, companion := nodeAsync(t)
+	for _, tc := range []struct {
+		name, flavour string
+		load          string // how the companion is loaded: require, attach (weft node attach), run (--node-agent)
+	}{
+		{"http-require", "http", "require"},
+		{"express-require", "express", "require"},
+		{"http-attach", "http", "attach"},
+		{"express-run-attach", "express", "run"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rcv := otlptest.Start(t)
+			backend, backAddr := startServer(t, "-mode=nethttp")
+			cmd := exec.Command("node", app, backAddr, tc.flavour)
+			cmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME=front")
+			if tc.load == "require" {
+				cmd.Env = append(cmd.Env, "NODE_OPTIONS=--require "+companion)
+			}
+			front, frontAddr := startListener(t, cmd)
+			args := []string{fmt.Sprintf("--pid=%d,%d", front.Pid(), backend.Pid())}
+			if tc.load == "run" {
+				args = append(args, "--node-agent=attach")
+			}
+			w := startWeft(t, rcv, args...)
+			if !strings.Contains(w.Output(), "mode=\"node companion\"") {
+				t.Fatalf("the front was not followed as Node.js:\n%s", w.Output())
+			}
+			switch tc.load {
+			case "run":
+				waitOutput(t, w.proc, "companion attached", 20*time.Second)
+			case "attach":
+				out, err := exec.Command(bins.weft, "node", "attach", fmt.Sprint(front.Pid())).CombinedOutput()
+				if err != nil {
+					t.Fatalf("weft node attach: %v\n%s", err, out)
+				}
+				if ports := listeningPortsOf(t, front.Pid()); len(ports) != 1 {
+					t.Errorf("after attach the front listens on %v: the inspector stayed open", ports)
+				}
+			}
+			const n, conc = 300, 32
+			for _, ep := range []struct {
+				path  string
+				calls int
+			}{{"/req/", 1}, {"/fan/", 2}, {"/fetch/", 1}} {
+				rcv.Reset()
+				numberedLoad(t, "http://"+frontAddr+ep.path, n, conc)
+				spans := collectSpans(t, rcv, n*(1+2*ep.calls), 60*time.Second)
+				r := checkParents(spans, "front", "websrv")
+				m, _ := w.Metrics()
+				t.Logf("%s: %s; refused: ambiguous %d, unknown %d, ended %d", ep.path, r, m["parent_refused_ambiguous"],
+					m["parent_refused_unknown_runtime"], m["parent_refused_ended"])
+				if r.wrong != 0 || r.right != n*ep.calls {
+					t.Errorf("%s: %s", ep.path, r)
+				}
+			}
+			// Calls made 50 ms after their request was answered.
+			const late = 50
+			before, _ := w.Metrics()
+			rcv.Reset()
+			numberedLoad(t, "http://"+frontAddr+"/spawn/", late, 8)
+			spans := collectSpans(t, rcv, 3*late, 60*time.Second)
+			r := checkParents(spans, "front", "websrv")
+			m, _ := w.Metrics()
+			ended := m["parent_refused_ended"] - before["parent_refused_ended"]
+			t.Logf("/spawn/: %s; refused as ended %d", r, ended)
+			if r.wrong != 0 || r.right != 0 || r.split != late || ended != late {
+				t.Errorf("late calls: %s; refused as ended %d, want %d split and counted", r, ended, late)
+			}
+		})
+	}
+}
+
+// listeningPortsOf lists the TCP ports process pid listens on.
+func listeningPortsOf(t *testing.T, pid int) []string {
+	t.Helper()
+	out, err := exec.Command("ss", "-Hltnp").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ss: %v\n%s", err, out)
+	}
+	var ports []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, fmt.Sprintf("pid=%d,", pid)) {
+			ports = append(ports, strings.Fields(l)[3])
+		}
+	}
+	return ports
+}
+
+// waitOutput waits until p has printed want.
+func waitOutput(t *testing.T, p *proc, want string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !strings.Contains(p.Output(), want) {
+		if time.Now().After(deadline) || !p.Alive() {
+			t.Fatalf("no %q within %s:\n%s", want, timeout, p.Output())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A Node.js process without the companion: one thread serves every
+// request, so each call starts a trace of its own, counted; none gets a
+// wrong parent.
+func TestNodeWithoutCompanion(t *testing.T) {
+	setup(t)
+	app, _ := nodeAsync(t)
+	rcv := otlptest.Start(t)
+	backend, backAddr := startServer(t, "-mode=nethttp")
+	cmd := exec.Command("node", app, backAddr, "http")
+	cmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME=front")
+	front, frontAddr := startListener(t, cmd)
+	w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", front.Pid(), backend.Pid()))
+	const n = 300
+	numberedLoad(t, "http://"+frontAddr+"/req/", n, 32)
+	spans := collectSpans(t, rcv, 3*n, 60*time.Second)
+	r := checkParents(spans, "front", "websrv")
+	m, err := w.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s; refused as unknown: %d", r, m["parent_refused_unknown_runtime"])
+	if r.wrong != 0 || r.right != 0 || r.split != n || m["parent_refused_unknown_runtime"] != n {
+		t.Errorf("want %d split calls, each counted: %s; counted %d", n, r, m["parent_refused_unknown_runtime"])
+	}
+}

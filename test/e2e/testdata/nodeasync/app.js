@@ -1,0 +1,80 @@
+'use strict';
+// The Node.js front service of the async-parents tests: handlers wait,
+// then call a backend, so that one thread holds many live requests.
+//
+//   node app.js BACKEND_HOST:PORT [http|express]
+//
+//   /req/N    waits 0-10 ms, then GETs BACKEND/work/N with http.get
+//             (a keep-alive agent of 8 sockets: calls queue for a socket
+//             that another request frees)
+//   /fan/N    waits 0-10 ms, then GETs /work/N/a and /work/N/b at once
+//   /fetch/N  waits 0-10 ms, then GETs /work/N with fetch (undici)
+//   /spawn/N  answers at once, then GETs /work/late-N 50 ms later, when
+//             its request is over
+//
+// It prints its address on the first line.
+const http = require('http');
+
+const [backend, flavour = 'http'] = process.argv.slice(2);
+const [host, port] = backend.split(':');
+const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+
+const wait = () => new Promise((r) => setTimeout(r, Math.floor(Math.random() * 11)));
+
+function call(path) {
+  return new Promise((resolve, reject) => {
+    http.get({ host, port, path, agent }, (res) => {
+      res.resume();
+      res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`${path}: ${res.statusCode}`))));
+    }).on('error', reject);
+  });
+}
+
+async function fetchCall(path) {
+  const res = await fetch(`http://${backend}${path}`);
+  await res.text();
+  if (res.status !== 200) throw new Error(`${path}: ${res.status}`);
+}
+
+const routes = {
+  req: async (n) => { await wait(); await call(`/work/${n}`); },
+  fan: async (n) => { await wait(); await Promise.all([call(`/work/${n}/a`), call(`/work/${n}/b`)]); },
+  fetch: async (n) => { await wait(); await fetchCall(`/work/${n}`); },
+  spawn: async (n) => { setTimeout(() => call(`/work/late-${n}`).catch(() => {}), 50); },
+};
+
+async function serve(route, n, res) {
+  try {
+    await routes[route](n);
+    res.end('ok\n');
+  } catch (e) {
+    res.statusCode = 502;
+    res.end(`${e.message}\n`);
+  }
+}
+
+let server;
+if (flavour === 'express') {
+  const express = require('express');
+  const app = express();
+  app.get('/:route/:n', (req, res, next) => {
+    if (!routes[req.params.route]) return next();
+    serve(req.params.route, req.params.n, res);
+  });
+  server = http.createServer(app);
+} else {
+  server = http.createServer((req, res) => {
+    const [, route, n] = req.url.split('/');
+    if (!routes[route]) {
+      res.statusCode = 404;
+      res.end();
+      return;
+    }
+    serve(route, n, res);
+  });
+}
+server.keepAliveTimeout = 60000;
+server.listen(0, '127.0.0.1', () => {
+  const a = server.address();
+  process.stdout.write(`${a.address}:${a.port}\n`);
+});
