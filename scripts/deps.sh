@@ -3,7 +3,9 @@
 # quick when everything is present: apt runs only for what is missing.
 set -euo pipefail
 
-want=(clang llvm libbpf-dev bpftool curl wrk python3 qemu-system-x86 busybox-static redis-server redis-tools postgresql golang-1.19-go nginx "$@")
+want=(clang llvm libbpf-dev bpftool curl wrk python3 qemu-system-x86 busybox-static redis-server redis-tools postgresql golang-1.19-go nginx
+	# Debian's Node.js (scripts/debian-node.sh) loads these
+	libc-ares2 libuv1 libicu72 libnghttp2-14 libbrotli1 node-cjs-module-lexer node-acorn node-undici "$@")
 missing=()
 for p in "${want[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

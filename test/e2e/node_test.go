@@ -19,6 +19,31 @@ var nodeApp struct {
 	err    error
 }
 
+var debianNodeBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// debianNode unpacks Debian's Node.js (scripts/debian-node.sh) and returns
+// its binary and the environment it runs with.
+func debianNode(t *testing.T) (string, []string) {
+	t.Helper()
+	debianNodeBin.once.Do(func() {
+		out, err := exec.Command(filepath.Join(repoRoot(), "scripts", "debian-node.sh")).Output()
+		if err != nil {
+			debianNodeBin.err = fmt.Errorf("scripts/debian-node.sh: %v", err)
+			return
+		}
+		debianNodeBin.path = strings.TrimSpace(string(out))
+	})
+	if debianNodeBin.err != nil {
+		t.Fatal(debianNodeBin.err)
+	}
+	root := filepath.Dir(filepath.Dir(filepath.Dir(debianNodeBin.path)))
+	return debianNodeBin.path, []string{"LD_LIBRARY_PATH=" + filepath.Join(root, "usr", "lib", "x86_64-linux-gnu")}
+}
+
 // nodeAsync installs testdata/nodeasync's packages (npm ci, once per
 // run; nothing to fetch when node_modules is current) and writes weft's
 // companion out; it returns the app and the companion's paths.
@@ -60,7 +85,9 @@ func npmCurrent(dir string) bool {
 	return err == nil && !inst.ModTime().Before(lock.ModTime())
 }
 
-// Node.js: parents as weft's companion announces them. 300 requests at
+// Node.js: parents as weft's companion announces them, on the machine's
+// Node.js (libuv linked in) and Debian's (libnode, the shared libuv).
+// 300 requests at
 // concurrency 32 whose handlers wait, then call a backend with http.get
 // through a keep-alive agent of 8 sockets (so calls wait for a socket that
 // another request frees), two such calls at once, and fetch; the
@@ -73,17 +100,24 @@ func TestNodeAsyncParents(t *testing.T) {
 	for _, tc := range []struct {
 		name, flavour string
 		load          string // how the companion is loaded: require, attach (weft node attach), run (--node-agent)
+		debian        bool   // Debian's Node.js
 	}{
-		{"http-require", "http", "require"},
-		{"express-require", "express", "require"},
-		{"http-attach", "http", "attach"},
-		{"express-run-attach", "express", "run"},
+		{"http-require", "http", "require", false},
+		{"express-require", "express", "require", false},
+		{"http-attach", "http", "attach", false},
+		{"express-run-attach", "express", "run", false},
+		{"debian-http-require", "http", "require", true},
+		{"debian-express-attach", "express", "attach", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rcv := otlptest.Start(t)
 			backend, backAddr := startServer(t, "-mode=nethttp")
-			cmd := exec.Command("node", app, backAddr, tc.flavour)
-			cmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME=front")
+			node, env := "node", []string(nil)
+			if tc.debian {
+				node, env = debianNode(t)
+			}
+			cmd := exec.Command(node, app, backAddr, tc.flavour)
+			cmd.Env = append(append(os.Environ(), env...), "OTEL_SERVICE_NAME=front")
 			if tc.load == "require" {
 				cmd.Env = append(cmd.Env, "NODE_OPTIONS=--require "+companion)
 			}
