@@ -53,14 +53,17 @@ func doctorPIDs(w io.Writer, list string) error {
 }
 
 // runtimeNote says what correlation by thread means for runtimes that
-// serve many requests on one thread.
+// serve many requests on one thread, and how Node.js gets its parents.
 func runtimeNote(pid int, exe string, m tracer.Mode) string {
+	if m == tracer.ModeNode {
+		return "; its calls get parents once weft's companion is loaded (NODE_OPTIONS=\"--require <weft node script --out …>\", weft node attach PID, or weft run --node-agent=attach)"
+	}
 	if m != tracer.ModeThread {
 		return ""
 	}
 	base := filepath.Base(exe)
 	switch {
-	case base == "node" || base == "nodejs" || base == "nginx" || strings.HasPrefix(base, "python"):
+	case base == "nginx" || strings.HasPrefix(base, "python"):
 		return "; an event loop: while one thread serves two requests at once, its calls get no parent (fail-closed)"
 	case isHotSpot(pid):
 		return "; a JVM: coroutines, executors and virtual threads keep their parents with the Java agent (--java-agent=attach)"

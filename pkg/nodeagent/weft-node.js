@@ -90,6 +90,10 @@
       }
     }
 
+    // ES modules' named imports of node:http see the wrapped functions.
+    const mod = load('module');
+    if (typeof mod.syncBuiltinESMExports === 'function') mod.syncBuiltinESMExports();
+
     // fetch (undici): the request is created in the caller's context, its
     // headers go out right after sendHeaders.
     dc.subscribe('undici:request:create', ({ request }) => {
