@@ -16,6 +16,10 @@ echo "## Right parents: a Go net/http chain at 1000 requests/s, off / on without
 echo
 go run ./test/bench -go-chain -rate 1000 -rounds 6 -modes off,nohooks,on "$@"
 echo
+echo "## Right parents: a Node.js chain at 1000 requests/s, weft off / on (the companion loaded in both)"
+echo
+go run ./test/bench -node-chain -rate 1000 -rounds 6 -modes off,on "$@"
+echo
 echo "## Propagation: a two-service chain at 1500 requests/s, weft off / on without injection / on"
 echo
 go run ./test/bench -chain -rate 1500 -rounds 5 -modes off,noprop,on "$@"

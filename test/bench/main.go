@@ -25,16 +25,17 @@ import (
 )
 
 var (
-	rounds   = flag.Int("rounds", 3, "off/on pairs")
-	duration = flag.Duration("duration", 15*time.Second, "wrk duration per run")
-	conns    = flag.Int("connections", 32, "wrk connections")
-	weftBin  = flag.String("weft", "bin/weft", "weft binary")
-	cpuProf  = flag.String("cpuprofile", "", "write a CPU profile of weft during the first traced run here")
-	rate     = flag.Int("rate", 0, "fixed request rate (open loop); 0 runs wrk at saturation")
-	chain    = flag.Bool("chain", false, "load a two-service chain (thread-per-request front calling a net/http backend)")
-	chainKA  = flag.Bool("chain-keepalive", false, "with -chain: the front keeps one backend connection per thread instead of one per call")
-	goChain  = flag.Bool("go-chain", false, "load a Go net/http chain: test/e2e/testdata/goasync's /req (waits 0-10 ms, calls the backend with net/http's client)")
-	modes    = flag.String("modes", "off,on", "weft configurations, alternating: off, on, noprop (weft with --propagation=off), nohooks (weft with --runtime-hooks=off), floor (-send-cost only: no weft, the sender's connections in a pass-through sockhash), prof<Hz> (on, profiling at Hz)")
+	rounds    = flag.Int("rounds", 3, "off/on pairs")
+	duration  = flag.Duration("duration", 15*time.Second, "wrk duration per run")
+	conns     = flag.Int("connections", 32, "wrk connections")
+	weftBin   = flag.String("weft", "bin/weft", "weft binary")
+	cpuProf   = flag.String("cpuprofile", "", "write a CPU profile of weft during the first traced run here")
+	rate      = flag.Int("rate", 0, "fixed request rate (open loop); 0 runs wrk at saturation")
+	chain     = flag.Bool("chain", false, "load a two-service chain (thread-per-request front calling a net/http backend)")
+	chainKA   = flag.Bool("chain-keepalive", false, "with -chain: the front keeps one backend connection per thread instead of one per call")
+	goChain   = flag.Bool("go-chain", false, "load a Go net/http chain: test/e2e/testdata/goasync's /req (waits 0-10 ms, calls the backend with net/http's client)")
+	nodeChain = flag.Bool("node-chain", false, "load a Node.js chain: test/e2e/testdata/nodeasync's /req (waits 0-10 ms, calls the backend with http.get through a keep-alive agent), weft's companion loaded by NODE_OPTIONS in every mode")
+	modes     = flag.String("modes", "off,on", "weft configurations, alternating: off, on, noprop (weft with --propagation=off), nohooks (weft with --runtime-hooks=off), floor (-send-cost only: no weft, the sender's connections in a pass-through sockhash), prof<Hz> (on, profiling at Hz)")
 )
 
 // rotated is order started at its i-th mode: over rounds, every mode runs
@@ -117,6 +118,22 @@ func main() {
 		front, faddr := startServer(goBin, "-addr=127.0.0.1:0", "-backend="+addr)
 		defer front.Process.Kill()
 		url = "http://" + faddr + "/req/1"
+		pids = append(pids, front.Process.Pid)
+	}
+
+	if *nodeChain {
+		companion := filepath.Join(dir, "weft-node.js")
+		if out, err := exec.Command(*weftBin, "node", "script", "--out", companion).CombinedOutput(); err != nil {
+			log.Fatalf("weft node script: %v\n%s", err, out)
+		}
+		front := exec.Command("node", "test/e2e/testdata/nodeasync/app.js", addr, "http")
+		front.Env = append(os.Environ(), "NODE_OPTIONS=--require "+companion)
+		stdout, _ := front.StdoutPipe()
+		check(front.Start())
+		defer front.Process.Kill()
+		faddr, err := bufio.NewReader(stdout).ReadString('\n')
+		check(err)
+		url = "http://" + strings.TrimSpace(faddr) + "/req/1"
 		pids = append(pids, front.Process.Pid)
 	}
 
