@@ -19,6 +19,7 @@ import (
 // once per process, on its own goroutine: an attach takes a while and the
 // event loop must not wait for it.
 type attacher struct {
+	what   string // for the log: "java agent", "node companion"
 	accept func(pid int) bool
 	attach func(ctx context.Context, pid int) error
 	queue  chan int
@@ -32,8 +33,8 @@ const maxTried = 16384
 // nodeAttachTimeout bounds one Node.js attach (the inspector opening).
 const nodeAttachTimeout = 10 * time.Second
 
-func startAttacher(ctx context.Context, component string, accept func(int) bool, attach func(context.Context, int) error) *attacher {
-	a := &attacher{accept: accept, attach: attach, queue: make(chan int, 256), log: slog.With("component", component)}
+func startAttacher(ctx context.Context, component, what string, accept func(int) bool, attach func(context.Context, int) error) *attacher {
+	a := &attacher{what: what, accept: accept, attach: attach, queue: make(chan int, 256), log: slog.With("component", component)}
 	go a.run(ctx)
 	return a
 }
@@ -59,7 +60,7 @@ func newJavaAttacher(ctx context.Context, jar []byte, args string) (*attacher, f
 	}
 	isHotSpot := func(pid int) bool { ok, err := jvmattach.IsHotSpot(pid); return err == nil && ok }
 	attach := func(ctx context.Context, pid int) error { return jvmattach.Attach(ctx, pid, path, args) }
-	return startAttacher(ctx, "java", isHotSpot, attach), cleanup, nil
+	return startAttacher(ctx, "java", "java agent", isHotSpot, attach), cleanup, nil
 }
 
 // newNodeAttacher loads weft's Node.js companion through each traced
@@ -70,7 +71,7 @@ func newNodeAttacher(ctx context.Context) *attacher {
 		defer cancel()
 		return nodeagent.Attach(ctx, pid)
 	}
-	return startAttacher(ctx, "node", tracer.IsNode, attach)
+	return startAttacher(ctx, "node", "node companion", tracer.IsNode, attach)
 }
 
 // Offer queues a process to look at; it never blocks.
@@ -101,9 +102,9 @@ func (a *attacher) run(ctx context.Context) {
 			continue
 		}
 		if err := a.attach(ctx, pid); err != nil {
-			a.log.Warn("companion not attached", "pid", pid, "err", err)
+			a.log.Warn(a.what+" not attached", "pid", pid, "err", err)
 			continue
 		}
-		a.log.Info("companion attached", "pid", pid)
+		a.log.Info(a.what+" attached", "pid", pid)
 	}
 }

@@ -132,7 +132,7 @@ func TestNodeAsyncParents(t *testing.T) {
 			}
 			switch tc.load {
 			case "run":
-				waitOutput(t, w.proc, "companion attached", 20*time.Second)
+				waitOutput(t, w.proc, "node companion attached", 20*time.Second)
 			case "attach":
 				out, err := exec.Command(bins.weft, "node", "attach", fmt.Sprint(front.Pid())).CombinedOutput()
 				if err != nil {
