@@ -417,6 +417,6 @@ int weft_sock_state(struct trace_event_raw_inet_sock_set_state *ctx)
 /* Runtimes' uprobes, attached per process by user space. */
 #include "gohooks.h"
 #include "nginx.h"
-#include "node.h"
+#include "announce.h"
 
 #endif

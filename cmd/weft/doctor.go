@@ -63,7 +63,9 @@ func runtimeNote(pid int, exe string, m tracer.Mode) string {
 	}
 	base := filepath.Base(exe)
 	switch {
-	case base == "nginx" || strings.HasPrefix(base, "python"):
+	case strings.HasPrefix(base, "python"):
+		return "; an asyncio server's calls get parents with weft's companion (PYTHONPATH=<weft python path --out DIR>), else none while a thread serves two requests at once"
+	case base == "nginx":
 		return "; an event loop: while one thread serves two requests at once, its calls get no parent (fail-closed)"
 	case isHotSpot(pid):
 		return "; a JVM: coroutines, executors and virtual threads keep their parents with the Java agent (--java-agent=attach)"

@@ -16,6 +16,7 @@ Usage:
   weft java attach PID  load weft's Java agent into running JVMs
   weft node attach PID  load weft's Node.js companion into running Node.js
   weft node script      write the companion, for NODE_OPTIONS=--require
+  weft python path      write the Python asyncio companion, for PYTHONPATH
   weft profile [flags]  flame graph and pprof of one span, trace or span name
   weft doctor           tell what this kernel supports and what weft will use
   weft version          print the version
@@ -36,6 +37,8 @@ func main() {
 		err = javaCmd(os.Args[2:])
 	case "node":
 		err = nodeCmd(os.Args[2:])
+	case "python":
+		err = pythonCmd(os.Stdout, os.Args[2:])
 	case "profile":
 		err = profileCmd(os.Args[2:])
 	case "doctor":

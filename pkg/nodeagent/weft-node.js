@@ -5,7 +5,7 @@
 // and just before each outgoing HTTP request leaves it names the pair of
 // sockets to weft's kernel side by calling fs.accessSync on a path that
 // cannot exist (/dev/null/… fails at once); a uprobe on libuv's
-// uv_fs_access reads it (bpf/include/node.h). No syscall tracepoint, no
+// uv_fs_access reads it (bpf/include/announce.h). No syscall tracepoint, no
 // change to the bytes the application sends.
 //
 // Load it with NODE_OPTIONS="--require /path/weft-node.js", or into a
@@ -25,7 +25,7 @@
     const http = load('http');
     const https = load('https');
 
-    const PREFIX = '/dev/null/weft-node/';
+    const PREFIX = '/dev/null/weft/';
     const NO_REQUEST = 'ffffffff';
     const ANSWERED = 'fffffffe';
     const incoming = new AsyncLocalStorage();

@@ -231,6 +231,7 @@ const (
 	kprobeProgWeftGoRoundtrip        = "weft_go_roundtrip"
 	kprobeProgWeftGoWriteloop        = "weft_go_writeloop"
 	kprobeProgWeftInject             = "weft_inject"
+	kprobeProgWeftLibcAnnounce       = "weft_libc_announce"
 	kprobeProgWeftNgxConnectPeer     = "weft_ngx_connect_peer"
 	kprobeProgWeftNgxConnectPeerRet  = "weft_ngx_connect_peer_ret"
 	kprobeProgWeftNgxUpstreamInit    = "weft_ngx_upstream_init"
@@ -312,6 +313,7 @@ type kprobeProgramSpecs struct {
 	WeftGoRoundtrip        *ebpf.ProgramSpec `ebpf:"weft_go_roundtrip"`
 	WeftGoWriteloop        *ebpf.ProgramSpec `ebpf:"weft_go_writeloop"`
 	WeftInject             *ebpf.ProgramSpec `ebpf:"weft_inject"`
+	WeftLibcAnnounce       *ebpf.ProgramSpec `ebpf:"weft_libc_announce"`
 	WeftNgxConnectPeer     *ebpf.ProgramSpec `ebpf:"weft_ngx_connect_peer"`
 	WeftNgxConnectPeerRet  *ebpf.ProgramSpec `ebpf:"weft_ngx_connect_peer_ret"`
 	WeftNgxUpstreamInit    *ebpf.ProgramSpec `ebpf:"weft_ngx_upstream_init"`
@@ -517,6 +519,7 @@ type kprobePrograms struct {
 	WeftGoRoundtrip        *ebpf.Program `ebpf:"weft_go_roundtrip"`
 	WeftGoWriteloop        *ebpf.Program `ebpf:"weft_go_writeloop"`
 	WeftInject             *ebpf.Program `ebpf:"weft_inject"`
+	WeftLibcAnnounce       *ebpf.Program `ebpf:"weft_libc_announce"`
 	WeftNgxConnectPeer     *ebpf.Program `ebpf:"weft_ngx_connect_peer"`
 	WeftNgxConnectPeerRet  *ebpf.Program `ebpf:"weft_ngx_connect_peer_ret"`
 	WeftNgxUpstreamInit    *ebpf.Program `ebpf:"weft_ngx_upstream_init"`
@@ -546,6 +549,7 @@ func (p *kprobePrograms) Close() error {
 		p.WeftGoRoundtrip,
 		p.WeftGoWriteloop,
 		p.WeftInject,
+		p.WeftLibcAnnounce,
 		p.WeftNgxConnectPeer,
 		p.WeftNgxConnectPeerRet,
 		p.WeftNgxUpstreamInit,

@@ -1,13 +1,10 @@
 package tracer
 
 import (
-	"bufio"
 	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -16,7 +13,7 @@ import (
 )
 
 // The function weft's Node.js companion calls to announce each outgoing
-// request's parent (bpf/include/node.h), and the marks of a Node.js
+// request's parent (bpf/include/announce.h), and the marks of a Node.js
 // executable: node::Start, exported by the official builds (libuv linked
 // in), or libnode linked by distributions' builds (libuv shared).
 const (
@@ -75,24 +72,9 @@ func nodeAnnounceFile(pid int) (string, error) {
 	if definesFunc(proc+"/exe", nodeAnnounce) {
 		return proc + "/exe", nil
 	}
-	maps, err := os.Open(proc + "/maps")
-	if err != nil {
-		return "", err
-	}
-	defer maps.Close()
-	sc := bufio.NewScanner(maps)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 6 || !strings.HasPrefix(filepath.Base(f[5]), libuvName) {
-			continue
-		}
-		lib := proc + "/root" + f[5]
-		if definesFunc(lib, nodeAnnounce) {
-			return lib, nil
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return "", fmt.Errorf("read %s/maps: %w", proc, err)
+	lib, err := mappedLib(pid, libuvName)
+	if err == nil && definesFunc(lib, nodeAnnounce) {
+		return lib, nil
 	}
 	return "", errors.New("no " + nodeAnnounce + " in the executable or a mapped libuv")
 }

@@ -83,6 +83,12 @@ func Classify(pid int) (Correlation, *hookPlan) {
 			return Correlation{Mode: ModeNode, Reason: "Node.js: parents as weft's companion announces them, else none"},
 				&hookPlan{attach: attachNode, fallback: Correlation{Mode: ModeRefuse, Reason: "Node.js without the companion's hook"}}
 		}
+		if isPython(exe) {
+			// Threads stay the rule; asyncio calls the companion announces
+			// follow their connection's route instead.
+			return Correlation{Mode: ModeThread, Reason: "Python: by thread, and asyncio calls as weft's companion announces them"},
+				&hookPlan{attach: attachPython, fallback: Correlation{Mode: ModeThread, Reason: "Python: by thread"}}
+		}
 		return Correlation{Mode: ModeThread, Reason: "not a Go program"}, nil
 	case err != nil:
 		return Correlation{Mode: ModeRefuse, Reason: fmt.Sprintf("cannot read the executable: %v", err)}, nil

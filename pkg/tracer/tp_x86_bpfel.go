@@ -306,6 +306,7 @@ const (
 	tpProgWeftGoRoundtrip        = "weft_go_roundtrip"
 	tpProgWeftGoWriteloop        = "weft_go_writeloop"
 	tpProgWeftInject             = "weft_inject"
+	tpProgWeftLibcAnnounce       = "weft_libc_announce"
 	tpProgWeftNgxConnectPeer     = "weft_ngx_connect_peer"
 	tpProgWeftNgxConnectPeerRet  = "weft_ngx_connect_peer_ret"
 	tpProgWeftNgxUpstreamInit    = "weft_ngx_upstream_init"
@@ -399,6 +400,7 @@ type tpProgramSpecs struct {
 	WeftGoRoundtrip        *ebpf.ProgramSpec `ebpf:"weft_go_roundtrip"`
 	WeftGoWriteloop        *ebpf.ProgramSpec `ebpf:"weft_go_writeloop"`
 	WeftInject             *ebpf.ProgramSpec `ebpf:"weft_inject"`
+	WeftLibcAnnounce       *ebpf.ProgramSpec `ebpf:"weft_libc_announce"`
 	WeftNgxConnectPeer     *ebpf.ProgramSpec `ebpf:"weft_ngx_connect_peer"`
 	WeftNgxConnectPeerRet  *ebpf.ProgramSpec `ebpf:"weft_ngx_connect_peer_ret"`
 	WeftNgxUpstreamInit    *ebpf.ProgramSpec `ebpf:"weft_ngx_upstream_init"`
@@ -610,6 +612,7 @@ type tpPrograms struct {
 	WeftGoRoundtrip        *ebpf.Program `ebpf:"weft_go_roundtrip"`
 	WeftGoWriteloop        *ebpf.Program `ebpf:"weft_go_writeloop"`
 	WeftInject             *ebpf.Program `ebpf:"weft_inject"`
+	WeftLibcAnnounce       *ebpf.Program `ebpf:"weft_libc_announce"`
 	WeftNgxConnectPeer     *ebpf.Program `ebpf:"weft_ngx_connect_peer"`
 	WeftNgxConnectPeerRet  *ebpf.Program `ebpf:"weft_ngx_connect_peer_ret"`
 	WeftNgxUpstreamInit    *ebpf.Program `ebpf:"weft_ngx_upstream_init"`
@@ -651,6 +654,7 @@ func (p *tpPrograms) Close() error {
 		p.WeftGoRoundtrip,
 		p.WeftGoWriteloop,
 		p.WeftInject,
+		p.WeftLibcAnnounce,
 		p.WeftNgxConnectPeer,
 		p.WeftNgxConnectPeerRet,
 		p.WeftNgxUpstreamInit,

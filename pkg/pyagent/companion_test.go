@@ -1,0 +1,65 @@
+package pyagent
+
+import (
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The companion's decisions, without a kernel: what it announces for a
+// request line sent with no incoming request, within a live one, after an
+// interim 1xx, and after the response began; and that non-HTTP bytes and
+// responses announce nothing.
+const decisions = `
+import asyncio, contextvars, os, socket, sys
+sys.path.insert(0, sys.argv[1])
+import weft_asyncio as w
+seen = []
+w.os.access = lambda path, mode: seen.append(path[len("/dev/null/weft/"):]) or False
+
+class T:
+    def __init__(self, sock): self.sock = sock
+    def get_extra_info(self, name): return self.sock if name == "socket" else None
+
+a, b = socket.socketpair()
+c, d = socket.socketpair()
+server, client = T(a), T(c)
+def step():
+    w._saw_write(client, b"GET /x HTTP/1.1\r\n")
+    w._saw_write(client, b"\x16\x03\x01 tls")
+    w.begin(server)
+    w._saw_write(client, b"POST /y HTTP/1.1\r\n")
+    w._saw_write(server, b"HTTP/1.1 100 Continue\r\n\r\n")
+    w._saw_write(client, b"GET /z HTTP/1.1\r\n")
+    w._saw_write(server, b"HTTP/1.1 200 OK\r\n")
+    w._saw_write(client, b"GET /late HTTP/1.1\r\n")
+contextvars.copy_context().run(step)
+print(" ".join(s[:8] + ":" + str(int(s[8:], 16)) for s in seen), a.fileno(), c.fileno())
+`
+
+func TestCompanionDecisions(t *testing.T) {
+	dir := t.TempDir()
+	if err := WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("python3", "-c", decisions, dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	f := strings.Fields(string(out))
+	if len(f) != 6 {
+		t.Fatalf("output: %s", out)
+	}
+	in, cl := f[4], f[5]
+	want := []string{"ffffffff:" + cl, padHex(in) + ":" + cl, padHex(in) + ":" + cl, "fffffffe:" + cl}
+	if got := f[:4]; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("announced %v, want %v", got, want)
+	}
+}
+
+func padHex(dec string) string {
+	n, _ := strconv.Atoi(dec)
+	return fmt.Sprintf("%08x", n)
+}

@@ -1,0 +1,131 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weftdev/weft/pkg/export/otlptest"
+)
+
+var pyAsyncEnv struct {
+	once      sync.Once
+	venv      string // the machine's Python with the app's packages
+	companion string
+	err       error
+}
+
+// pyAsync prepares testdata/pyasync: a virtual environment of the
+// machine's Python with requirements.txt installed (in .cache, once; pip
+// runs only when the requirements changed) and weft's companion; it
+// returns the app, the venv's python and the companion's directory.
+func pyAsync(t *testing.T) (app, venvPython, companion string) {
+	t.Helper()
+	src := filepath.Join(repoRoot(), "test", "e2e", "testdata", "pyasync")
+	pyAsyncEnv.once.Do(func() {
+		venv := filepath.Join(repoRoot(), ".cache", "pyasync-venv")
+		req, err := os.ReadFile(filepath.Join(src, "requirements.txt"))
+		if err != nil {
+			pyAsyncEnv.err = err
+			return
+		}
+		stamp := filepath.Join(venv, "weft-requirements.txt")
+		if have, err := os.ReadFile(stamp); err != nil || !bytes.Equal(have, req) {
+			os.RemoveAll(venv)
+			for _, args := range [][]string{
+				{"python3", "-m", "venv", venv},
+				{filepath.Join(venv, "bin", "pip"), "install", "-q", "--disable-pip-version-check", "-r", filepath.Join(src, "requirements.txt")},
+			} {
+				if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+					pyAsyncEnv.err = fmt.Errorf("%v: %v\n%s", args, err, out)
+					return
+				}
+			}
+			if err := os.WriteFile(stamp, req, 0o644); err != nil {
+				pyAsyncEnv.err = err
+				return
+			}
+		}
+		pyAsyncEnv.venv = filepath.Join(venv, "bin", "python")
+		dir, err := os.MkdirTemp("", "weft-python-")
+		if err != nil {
+			pyAsyncEnv.err = err
+			return
+		}
+		if out, err := exec.Command(bins.weft, "python", "path", "--out", dir).CombinedOutput(); err != nil {
+			pyAsyncEnv.err = fmt.Errorf("weft python path: %v\n%s", err, out)
+			return
+		}
+		pyAsyncEnv.companion = dir
+	})
+	if pyAsyncEnv.err != nil {
+		t.Fatal(pyAsyncEnv.err)
+	}
+	return filepath.Join(src, "app.py"), pyAsyncEnv.venv, pyAsyncEnv.companion
+}
+
+// Python asyncio: parents as weft's companion announces them. 300 requests
+// at concurrency 32 whose handlers wait, then call a backend through a
+// pool of 8 connections, and as many that make two calls at once: aiohttp's
+// server with aiohttp's client, FastAPI on uvicorn with httpx, on the
+// machine's Python (packages from PyPI) and Debian's (Debian's packages).
+// Calls made after their request was answered get no parent, each
+// counted.
+func TestPythonAsyncParents(t *testing.T) {
+	setup(t)
+	app, venv, companion := pyAsync(t)
+	for _, tc := range []struct {
+		name, python, server, client string
+	}{
+		{"aiohttp", venv, "aiohttp", "aiohttp"},
+		{"fastapi-httpx", venv, "fastapi", "httpx"},
+		{"debian-aiohttp", "/usr/bin/python3", "aiohttp", "aiohttp"},
+		{"debian-fastapi-httpx", "/usr/bin/python3", "fastapi", "httpx"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rcv := otlptest.Start(t)
+			backend, backAddr := startServer(t, "-mode=nethttp")
+			cmd := exec.Command(tc.python, app, backAddr, tc.server, tc.client)
+			cmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME=front", "PYTHONPATH="+companion)
+			front, frontAddr := startListener(t, cmd)
+			w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", front.Pid(), backend.Pid()))
+			if !strings.Contains(w.Output(), "asyncio calls as weft's companion announces them") {
+				t.Fatalf("the front was not followed as Python:\n%s", w.Output())
+			}
+			const n, conc = 300, 32
+			for _, ep := range []struct {
+				path  string
+				calls int
+			}{{"/req/", 1}, {"/fan/", 2}} {
+				rcv.Reset()
+				numberedLoad(t, "http://"+frontAddr+ep.path, n, conc)
+				spans := collectSpans(t, rcv, n*(1+2*ep.calls), 60*time.Second)
+				r := checkParents(spans, "front", "websrv")
+				m, _ := w.Metrics()
+				t.Logf("%s: %s; refused: ambiguous %d, unknown %d, ended %d", ep.path, r, m["parent_refused_ambiguous"],
+					m["parent_refused_unknown_runtime"], m["parent_refused_ended"])
+				if r.wrong != 0 || r.right != n*ep.calls {
+					t.Errorf("%s: %s", ep.path, r)
+				}
+			}
+			const late = 50
+			before, _ := w.Metrics()
+			rcv.Reset()
+			numberedLoad(t, "http://"+frontAddr+"/spawn/", late, 8)
+			spans := collectSpans(t, rcv, 3*late, 60*time.Second)
+			r := checkParents(spans, "front", "websrv")
+			m, _ := w.Metrics()
+			ended := m["parent_refused_ended"] - before["parent_refused_ended"]
+			t.Logf("/spawn/: %s; refused as ended %d", r, ended)
+			if r.wrong != 0 || r.right != 0 || r.split != late || ended != late {
+				t.Errorf("late calls: %s; refused as ended %d, want %d split and counted", r, ended, late)
+			}
+		})
+	}
+}
