@@ -59,6 +59,10 @@ static __always_inline bool read_iter(struct msghdr *msg, struct user_buf *ub)
 		ub->ptr = (__u64)BPF_CORE_READ(old, iov);
 	}
 	ub->iovcnt = (__u32)BPF_CORE_READ(it, nr_segs);
+	/* recv(2)/send(2) before 6.4 and every readv/writev/recvmsg/sendmsg:
+	 * the iovecs are the kernel's copy (or its stack), the buffers the
+	 * caller's. */
+	ub->iov_kernel = 1;
 	return true;
 }
 

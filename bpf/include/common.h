@@ -96,7 +96,8 @@ struct user_buf {
 	__u64 ptr;    /* buffer address, or iovec array address */
 	__u64 offset; /* bytes to skip in the first buffer (kprobe iov_iter) */
 	__u32 iovcnt; /* 0: ptr is a plain buffer; else number of iovecs */
-	__u32 _pad;
+	__u32 iov_kernel; /* the iovec array is kernel memory: the copy the
+	                   * kernel made of the caller's (a kprobe's iov_iter) */
 };
 
 /* User space drains the ring buffer on a short timer, so producers do not
@@ -239,7 +240,10 @@ static __always_inline __u32 copy_payload(struct event_buf *e, const struct user
 		if (i >= ub->iovcnt || got >= want)
 			break;
 		struct iovec iov;
-		if (bpf_probe_read_user(&iov, sizeof(iov), (void *)(ub->ptr + i * sizeof(iov))) < 0)
+		void *at = (void *)(ub->ptr + i * sizeof(iov));
+		long err = ub->iov_kernel ? bpf_probe_read_kernel(&iov, sizeof(iov), at)
+					  : bpf_probe_read_user(&iov, sizeof(iov), at);
+		if (err < 0)
 			break;
 		__u64 base = (__u64)iov.iov_base, len = iov.iov_len;
 		if (skip) {

@@ -93,11 +93,11 @@ type kprobeGoRoute struct {
 type kprobeInflight struct {
 	_   structs.HostLayout
 	Buf struct {
-		_      structs.HostLayout
-		Ptr    uint64
-		Offset uint64
-		Iovcnt uint32
-		Pad    uint32
+		_         structs.HostLayout
+		Ptr       uint64
+		Offset    uint64
+		Iovcnt    uint32
+		IovKernel uint32
 	}
 	Sk         uint64
 	MsgClaimed uint8

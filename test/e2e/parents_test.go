@@ -337,6 +337,11 @@ func TestNginxParents(t *testing.T) {
 				pids = append(pids, strconv.Itoa(k))
 			}
 			w := startWeft(t, rcv, "--pid="+strings.Join(pids, ","))
+			defer func() {
+				if t.Failed() {
+					t.Logf("weft:\n%s", w.Output())
+				}
+			}()
 			if !strings.Contains(w.Output(), "nginx: upstream requests tied") {
 				t.Fatalf("nginx's upstream hooks not attached:\n%s", w.Output())
 			}

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,6 +54,10 @@ type Config struct {
 	Binaries map[string]string
 	// Files maps a guest path to file contents (mode 0644).
 	Files map[string][]byte
+	// HostFiles maps a guest path to a host file copied there as it is
+	// (mode 0755): a dynamically linked program with its loader and
+	// libraries (see DynamicProgram).
+	HostFiles map[string]string
 	// Command is run once in the guest as root; it must not be empty.
 	Command []string
 	// Env holds extra NAME=value entries for Command.
@@ -131,7 +136,12 @@ func run(ctx context.Context, cfg Config) (Result, error) {
 	for p, b := range cfg.Files {
 		files[p] = b
 	}
-	if err := writeInitramfs(initrd, initramfs{init: script, binaries: cfg.Binaries, files: files}); err != nil {
+	binaries := maps.Clone(cfg.Binaries)
+	if binaries == nil {
+		binaries = map[string]string{}
+	}
+	maps.Copy(binaries, cfg.HostFiles)
+	if err := writeInitramfs(initrd, initramfs{init: script, binaries: binaries, files: files}); err != nil {
 		return Result{}, err
 	}
 
@@ -207,6 +217,16 @@ func applyDefaults(cfg *Config) error {
 		}
 		if _, dup := cfg.Binaries[p]; dup {
 			return fmt.Errorf("guest path %s is in both Binaries and Files", p)
+		}
+	}
+	for p := range cfg.HostFiles {
+		if err := checkGuestPath(p); err != nil {
+			return err
+		}
+		_, inBinaries := cfg.Binaries[p]
+		_, inFiles := cfg.Files[p]
+		if inBinaries || inFiles {
+			return fmt.Errorf("guest path %s is in HostFiles and Binaries or Files", p)
 		}
 	}
 	if cfg.Timeout <= 0 {

@@ -10,11 +10,26 @@ import (
 )
 
 // guestTests are the end-to-end tests (test/e2e) that run inside the
-// guests: they need no curl or Python, which the initramfs lacks.
+// guests: they need no curl or Python, which the initramfs lacks; nginx
+// comes with its libraries (guestNginx).
 var guestTests = []string{"TestGoNetHTTPServer", "TestParentChildOnSameThread", "TestBadInput",
 	"TestInjectionKeepsRequestsValid", "TestInjectionLeavesTLSAlone", "TestInjectionLargeBodies",
 	"TestMountProtocolInterop", "TestTraceparentAfterSplitHead", "TestInjectedRequestIsOneSegment",
-	"TestGoAsyncParents"}
+	"TestGoAsyncParents", "TestNginxParents"}
+
+// guestNginx is Debian's nginx with the loader and libraries it links, and
+// the accounts its workers switch to.
+func guestNginx(t *testing.T) (map[string]string, map[string][]byte) {
+	t.Helper()
+	files, err := DynamicProgram("/usr/sbin/nginx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files, map[string][]byte{
+		"/etc/passwd": []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n"),
+		"/etc/group":  []byte("root:x:0:\nnogroup:x:65534:\n"),
+	}
+}
 
 // buildStatic compiles a package of this module as a static binary; with
 // test set, its test binary.
@@ -48,6 +63,7 @@ func TestWeftEndToEndInGuests(t *testing.T) {
 		// TestGoAsyncParents's front, a module of its own (see its go.mod)
 		"/opt/weft/goasync-go-default": buildGoAsync(t),
 	}
+	hostFiles, etc := guestNginx(t)
 	for _, k := range kernels {
 		paths := []string{"kprobe"}
 		if !strings.HasPrefix(k.Release, "6.1.") {
@@ -56,8 +72,10 @@ func TestWeftEndToEndInGuests(t *testing.T) {
 		for _, path := range paths {
 			t.Run(k.Release+"/"+path, func(t *testing.T) {
 				res := boot(t, Config{
-					Kernel:   k.Path,
-					Binaries: bins,
+					Kernel:    k.Path,
+					Binaries:  bins,
+					HostFiles: hostFiles,
+					Files:     etc,
 					Command: []string{"/opt/weft/e2e.test", "-test.v", "-test.count=1",
 						"-test.run", "^(" + strings.Join(guestTests, "|") + ")$"},
 					Env: []string{
@@ -67,7 +85,7 @@ func TestWeftEndToEndInGuests(t *testing.T) {
 						"HOME=/root",
 					},
 					MemoryMB: 2048,
-					Timeout:  6 * time.Minute,
+					Timeout:  12 * time.Minute,
 				})
 				if res.ExitCode != 0 {
 					t.Fatalf("e2e tests failed in the guest (exit %d):\n%s", res.ExitCode, res.CommandOutput)
