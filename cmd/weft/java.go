@@ -64,19 +64,9 @@ func javaAttach(ctx context.Context, w io.Writer, args []string) error {
 		}
 		return err
 	}
-	if fs.NArg() == 0 {
-		return errors.New("java attach: no pid given")
-	}
-	pids := make([]int, 0, fs.NArg())
-	for _, a := range fs.Args() {
-		if strings.HasPrefix(a, "-") {
-			return fmt.Errorf("java attach: flag %s after the pids; flags go first", a)
-		}
-		pid, err := strconv.Atoi(a)
-		if err != nil || pid <= 0 {
-			return fmt.Errorf("java attach: %q is not a pid", a)
-		}
-		pids = append(pids, pid)
+	pids, err := parsePIDs("java attach", fs.Args())
+	if err != nil {
+		return err
 	}
 
 	jarPath := *jar
@@ -142,4 +132,23 @@ func writeEmbeddedAgent() (path string, cleanup func(), err error) {
 		return "", nil, fmt.Errorf("write built-in Java agent: %w", err)
 	}
 	return path, cleanup, nil
+}
+
+// parsePIDs reads the pid arguments of an attach command.
+func parsePIDs(cmd string, args []string) ([]int, error) {
+	if len(args) == 0 {
+		return nil, fmt.Errorf("%s: no pid given", cmd)
+	}
+	pids := make([]int, 0, len(args))
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") {
+			return nil, fmt.Errorf("%s: flag %s after the pids; flags go first", cmd, a)
+		}
+		pid, err := strconv.Atoi(a)
+		if err != nil || pid <= 0 {
+			return nil, fmt.Errorf("%s: %q is not a pid", cmd, a)
+		}
+		pids = append(pids, pid)
+	}
+	return pids, nil
 }

@@ -8,8 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -90,19 +88,9 @@ func nodeAttach(ctx context.Context, w io.Writer, args []string) error {
 		}
 		return err
 	}
-	if fs.NArg() == 0 {
-		return errors.New("node attach: no pid given")
-	}
-	pids := make([]int, 0, fs.NArg())
-	for _, a := range fs.Args() {
-		if strings.HasPrefix(a, "-") {
-			return fmt.Errorf("node attach: flag %s after the pids; flags go first", a)
-		}
-		pid, err := strconv.Atoi(a)
-		if err != nil || pid <= 0 {
-			return fmt.Errorf("node attach: %q is not a pid", a)
-		}
-		pids = append(pids, pid)
+	pids, err := parsePIDs("node attach", fs.Args())
+	if err != nil {
+		return err
 	}
 	var errs []error
 	for _, pid := range pids {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -27,27 +26,7 @@ const (
 func IsNode(pid int) bool { return isNode("/proc/" + strconv.Itoa(pid) + "/exe") }
 
 // isNode reports whether the executable is a Node.js runtime.
-func isNode(path string) bool {
-	f, err := elf.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	if libs, err := f.ImportedLibraries(); err == nil {
-		for _, l := range libs {
-			if strings.HasPrefix(l, libnodeName) {
-				return true
-			}
-		}
-	}
-	syms, _ := f.DynamicSymbols()
-	for _, s := range syms {
-		if s.Name == nodeStart && s.Value != 0 {
-			return true
-		}
-	}
-	return false
-}
+func isNode(path string) bool { return linksOrDefines(path, libnodeName, nodeStart) }
 
 // definesFunc reports whether the ELF file at path defines fn.
 func definesFunc(path, fn string) bool {

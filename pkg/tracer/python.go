@@ -26,7 +26,12 @@ const (
 )
 
 // isPython reports whether the executable is CPython.
-func isPython(path string) bool {
+func isPython(path string) bool { return linksOrDefines(path, libpythonPfx, pyMain) }
+
+// linksOrDefines reports whether the ELF file at path links a library
+// whose name starts with lib, or defines symbol sym: how a runtime is
+// recognised whether its distribution builds it shared or static.
+func linksOrDefines(path, lib, sym string) bool {
 	f, err := elf.Open(path)
 	if err != nil {
 		return false
@@ -34,14 +39,14 @@ func isPython(path string) bool {
 	defer f.Close()
 	if libs, err := f.ImportedLibraries(); err == nil {
 		for _, l := range libs {
-			if strings.HasPrefix(l, libpythonPfx) {
+			if strings.HasPrefix(l, lib) {
 				return true
 			}
 		}
 	}
 	syms, _ := f.DynamicSymbols()
 	for _, s := range syms {
-		if s.Name == pyMain && s.Value != 0 {
+		if s.Name == sym && s.Value != 0 {
 			return true
 		}
 	}

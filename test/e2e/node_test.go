@@ -142,35 +142,8 @@ func TestNodeAsyncParents(t *testing.T) {
 					t.Errorf("after attach the front listens on %v: the inspector stayed open", ports)
 				}
 			}
-			const n, conc = 300, 32
-			for _, ep := range []struct {
-				path  string
-				calls int
-			}{{"/req/", 1}, {"/fan/", 2}, {"/fetch/", 1}} {
-				rcv.Reset()
-				numberedLoad(t, "http://"+frontAddr+ep.path, n, conc)
-				spans := collectSpans(t, rcv, n*(1+2*ep.calls), 60*time.Second)
-				r := checkParents(spans, "front", "websrv")
-				m, _ := w.Metrics()
-				t.Logf("%s: %s; refused: ambiguous %d, unknown %d, ended %d", ep.path, r, m["parent_refused_ambiguous"],
-					m["parent_refused_unknown_runtime"], m["parent_refused_ended"])
-				if r.wrong != 0 || r.right != n*ep.calls {
-					t.Errorf("%s: %s", ep.path, r)
-				}
-			}
-			// Calls made 50 ms after their request was answered.
-			const late = 50
-			before, _ := w.Metrics()
-			rcv.Reset()
-			numberedLoad(t, "http://"+frontAddr+"/spawn/", late, 8)
-			spans := collectSpans(t, rcv, 3*late, 60*time.Second)
-			r := checkParents(spans, "front", "websrv")
-			m, _ := w.Metrics()
-			ended := m["parent_refused_ended"] - before["parent_refused_ended"]
-			t.Logf("/spawn/: %s; refused as ended %d", r, ended)
-			if r.wrong != 0 || r.right != 0 || r.split != late || ended != late {
-				t.Errorf("late calls: %s; refused as ended %d, want %d split and counted", r, ended, late)
-			}
+			checkNumberedEndpoints(t, w, rcv, frontAddr, []frontPath{{"/req/", 1}, {"/fan/", 2}, {"/fetch/", 1}})
+			checkLateCalls(t, w, rcv, frontAddr)
 		})
 	}
 }

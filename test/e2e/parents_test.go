@@ -96,6 +96,52 @@ func checkParents(spans []span, front, backend string) parentReport {
 	return r
 }
 
+// frontPath is a front service's path and the backend calls each of its
+// requests makes.
+type frontPath struct {
+	path  string
+	calls int
+}
+
+// checkNumberedEndpoints sends 300 numbered requests at concurrency 32 to
+// each endpoint of the front service ("front", calling websrv) and
+// requires every backend call under its own request, none under another.
+func checkNumberedEndpoints(t *testing.T, w *weft, rcv *otlptest.Receiver, frontAddr string, eps []frontPath) {
+	t.Helper()
+	const n, conc = 300, 32
+	for _, ep := range eps {
+		rcv.Reset()
+		numberedLoad(t, "http://"+frontAddr+ep.path, n, conc)
+		spans := collectSpans(t, rcv, n*(1+2*ep.calls), 60*time.Second)
+		r := checkParents(spans, "front", "websrv")
+		m, _ := w.Metrics()
+		t.Logf("%s: %s; refused: ambiguous %d, unknown %d, ended %d", ep.path, r, m["parent_refused_ambiguous"],
+			m["parent_refused_unknown_runtime"], m["parent_refused_ended"])
+		if r.wrong != 0 || r.right != n*ep.calls {
+			t.Errorf("%s: %s", ep.path, r)
+		}
+	}
+}
+
+// checkLateCalls sends 50 numbered requests to the front's /spawn/, whose
+// call leaves 50 ms after the response: every such call starts its own
+// trace, and each is counted as made for an ended request.
+func checkLateCalls(t *testing.T, w *weft, rcv *otlptest.Receiver, frontAddr string) {
+	t.Helper()
+	const late = 50
+	before, _ := w.Metrics()
+	rcv.Reset()
+	numberedLoad(t, "http://"+frontAddr+"/spawn/", late, 8)
+	spans := collectSpans(t, rcv, 3*late, 60*time.Second)
+	r := checkParents(spans, "front", "websrv")
+	m, _ := w.Metrics()
+	ended := m["parent_refused_ended"] - before["parent_refused_ended"]
+	t.Logf("/spawn/: %s; refused as ended %d", r, ended)
+	if r.wrong != 0 || r.right != 0 || r.split != late || ended != late {
+		t.Errorf("late calls: %s; refused as ended %d, want %d split and counted", r, ended, late)
+	}
+}
+
 // goToolchains are the Go versions the goroutine hooks are tested with:
 // this machine's and the newest the module proxy serves (probed where
 // newproc1 calls casgstatus), 1.23 (at newproc1's returns, reading
@@ -191,22 +237,7 @@ func TestGoAsyncParents(t *testing.T) {
 			if !strings.Contains(w.Output(), "mode=goroutine") {
 				t.Fatalf("the front was not followed by goroutine:\n%s", w.Output())
 			}
-			const n, conc = 300, 32
-			for _, ep := range []struct {
-				path  string
-				calls int
-			}{{"/req/", 1}, {"/fan/", 2}} {
-				rcv.Reset()
-				numberedLoad(t, "http://"+frontAddr+ep.path, n, conc)
-				spans := collectSpans(t, rcv, n*(1+2*ep.calls), 60*time.Second)
-				r := checkParents(spans, "front", "websrv")
-				m, _ := w.Metrics()
-				t.Logf("%s: %s; refused: ambiguous %d, unknown %d, ended %d", ep.path, r, m["parent_refused_ambiguous"],
-					m["parent_refused_unknown_runtime"], m["parent_refused_ended"])
-				if r.wrong != 0 || r.right != n*ep.calls {
-					t.Errorf("%s: %s", ep.path, r)
-				}
-			}
+			checkNumberedEndpoints(t, w, rcv, frontAddr, []frontPath{{"/req/", 1}, {"/fan/", 2}})
 		})
 	}
 }
