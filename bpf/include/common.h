@@ -38,10 +38,13 @@ volatile const __u32 capture_max = 256;
 volatile const __u32 self_pid = 0;   /* weft never traces itself */
 volatile const __u8 trace_all = 0;   /* every process but weft */
 volatile const __u8 notify_exec = 0; /* report every exec: user space selects by exe name */
+/* Bit n: some selected cgroup sits at level n of the cgroup v2 tree. */
+volatile const __u32 cgroup_levels = 0;
 
 enum pid_filter_value {
 	PID_TRACED = 1,
 	PID_IGNORED = 2,
+	PID_TRACED_BY_CGROUP = 3, /* found in a selected cgroup: checked again if it moves */
 };
 
 /* tgid -> enum pid_filter_value, kept by user space (and by fork/exit). */
@@ -51,6 +54,15 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } pid_filter SEC(".maps");
+
+/* cgroup v2 id -> 1: a selected cgroup; processes in it or below it are
+ * traced. Kept by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u64);
+	__type(value, __u8);
+} cgroup_filter SEC(".maps");
 
 /* tgid -> 1: a traced JVM whose sockets retry a read that fails with
  * EAGAIN (JDK 13+), so its blocking sockets may join the injection
@@ -112,13 +124,52 @@ static __always_inline __u64 wakeup_flags(void)
 	return BPF_RB_NO_WAKEUP;
 }
 
+static __always_inline bool traced_value(const __u32 *v)
+{
+	return *v == PID_TRACED || *v == PID_TRACED_BY_CGROUP;
+}
+
+/* The current task is in a selected cgroup or below one. */
+static __always_inline bool in_selected_cgroup(void)
+{
+	for (int level = 0; level < 32; level++) {
+		if (!(cgroup_levels & (1u << level)))
+			continue;
+		__u64 id = bpf_get_current_ancestor_cgroup_id(level);
+		if (id && bpf_map_lookup_elem(&cgroup_filter, &id))
+			return true;
+	}
+	return false;
+}
+
+/* Whether process tgid is traced, from what user space and fork/exit
+ * wrote down only: for programs that may run outside the process. */
+static __always_inline bool pid_traced_known(__u32 tgid)
+{
+	if (tgid == self_pid)
+		return false;
+	__u32 *v = bpf_map_lookup_elem(&pid_filter, &tgid);
+	if (v)
+		return traced_value(v);
+	return trace_all;
+}
+
+/* Whether process tgid is traced. Called in tgid's own context, it also
+ * finds a process of a selected cgroup that nothing has noted yet (one
+ * started or moved there) and notes it, so that it is traced from its
+ * first call, before user space hears of it. */
 static __always_inline bool pid_traced(__u32 tgid)
 {
 	if (tgid == self_pid)
 		return false;
 	__u32 *v = bpf_map_lookup_elem(&pid_filter, &tgid);
 	if (v)
-		return *v == PID_TRACED;
+		return traced_value(v);
+	if (cgroup_levels && tgid == bpf_get_current_pid_tgid() >> 32 && in_selected_cgroup()) {
+		__u32 by_cgroup = PID_TRACED_BY_CGROUP;
+		bpf_map_update_elem(&pid_filter, &tgid, &by_cgroup, BPF_NOEXIST);
+		return true;
+	}
 	return trace_all;
 }
 
@@ -346,8 +397,8 @@ int BPF_PROG(weft_fork, struct task_struct *parent, struct task_struct *child)
 		return 0;
 	}
 	__u32 *v = bpf_map_lookup_elem(&pid_filter, &ptgid);
-	if (v && *v == PID_TRACED) {
-		__u32 traced = PID_TRACED;
+	if (v && traced_value(v)) {
+		__u32 traced = *v; /* a child starts in its parent's cgroup */
 		bpf_map_update_elem(&pid_filter, &ctgid, &traced, BPF_ANY);
 		/* The same program, but a Go child has none of the parent's
 		 * per-process uprobes: it is followed only by thread. */
@@ -396,6 +447,20 @@ int weft_exit(void *ctx)
 	bpf_map_delete_elem(&eagain_retry, &tgid);
 	bpf_map_delete_elem(&proc_mode, &tgid);
 	emit_small(WEFT_EV_EXIT, 0, tgid, tgid);
+	return 0;
+}
+
+/* A process moved to another cgroup: one found in a selected cgroup is
+ * judged again at its next call in its own context. */
+SEC("tp_btf/cgroup_attach_task")
+int BPF_PROG(weft_cgroup_move, struct cgroup *dst, const char *path, struct task_struct *task, bool threadgroup)
+{
+	if (!cgroup_levels)
+		return 0;
+	__u32 tgid = BPF_CORE_READ(task, tgid);
+	__u32 *v = bpf_map_lookup_elem(&pid_filter, &tgid);
+	if (v && *v == PID_TRACED_BY_CGROUP)
+		bpf_map_delete_elem(&pid_filter, &tgid);
 	return 0;
 }
 

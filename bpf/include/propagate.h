@@ -129,7 +129,7 @@ int weft_sockops(struct bpf_sock_ops *skops)
 	if (op == BPF_SOCK_OPS_TCP_CONNECT_CB) {
 		/* connect() runs in the caller's context: is it traced? */
 		__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-		if (pid_traced(tgid) && (bpf_map_lookup_elem(&eagain_retry, &tgid) || !connects_blocking(skops))) {
+		if (pid_traced_known(tgid) && (bpf_map_lookup_elem(&eagain_retry, &tgid) || !connects_blocking(skops))) {
 			__u8 one = 1;
 			bpf_map_update_elem(&connecting, &cookie, &one, BPF_ANY);
 			struct proc_info *pi = proc_of(tgid);
@@ -476,7 +476,7 @@ int weft_inject(struct sk_msg_md *msg)
 	if (!sk)
 		return SK_PASS;
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	if (!pid_traced(pid_tgid >> 32)) {
+	if (!pid_traced_known(pid_tgid >> 32)) {
 		release_conn(sk, VERDICT_UNTRACED);
 		return SK_PASS;
 	}

@@ -18,6 +18,7 @@ Usage:
   weft node script      write the companion, for NODE_OPTIONS=--require
   weft python path      write the Python asyncio companion, for PYTHONPATH
   weft profile [flags]  flame graph and pprof of one span, trace or span name
+  weft ps               list what a running weft traces, and why
   weft doctor           tell what this kernel supports and what weft will use
   weft version          print the version
 
@@ -41,6 +42,8 @@ func main() {
 		err = pythonCmd(os.Stdout, os.Args[2:])
 	case "profile":
 		err = profileCmd(os.Args[2:])
+	case "ps":
+		err = psCmd(os.Stdout, os.Args[2:])
 	case "doctor":
 		err = doctorCmd(os.Args[2:])
 	case "version", "--version", "-v":

@@ -32,9 +32,14 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 		return fmt.Errorf("choose attach path: %w", err)
 	}
 	self := os.Getpid()
-	sel, err := selector.New(cfg.Select, "/proc", self, nil)
+	cgroupRoot, _ := kernel.FindMount("cgroup2") // needed only to select cgroups: New says so
+	sel, err := selector.New(cfg.Select, selector.System{Proc: "/proc", CgroupRoot: cgroupRoot, Self: self}, nil)
 	if err != nil {
-		return err
+		return fmt.Errorf("select processes: %w", err)
+	}
+	var cgroups []tracer.Cgroup
+	for _, cg := range sel.Cgroups() {
+		cgroups = append(cgroups, tracer.Cgroup{ID: cg.ID, Level: cg.Level})
 	}
 	tr, err := tracer.Open(tracer.Options{
 		Path:         path,
@@ -42,6 +47,7 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 		SelfPID:      uint32(self),
 		TraceAll:     cfg.Select.All(),
 		NotifyExec:   sel.NeedsExecEvents(),
+		Cgroups:      cgroups,
 		Propagation:  cfg.Propagation == "headers",
 		RuntimeHooks: cfg.RuntimeHooks == "on",
 		PinTracesCtx: cfg.Profile.Pin,
@@ -111,6 +117,7 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 	reg.Add(loop.snapshot)
 	reg.Add(corr.Stats().Snapshot)
 	reg.Add(func() map[string]uint64 { return exporterSnapshot(exp.Stats()) })
+	reg.Handle(ProcessesPath, processesHandler(sel, resolver))
 	if cfg.MetricsAddr != "" {
 		srv, addr, err := reg.Serve(cfg.MetricsAddr)
 		if err != nil {

@@ -77,6 +77,7 @@ func (l *loop) handle(ev *event.Event) {
 	case event.KindData:
 		if !l.seen[ev.PID] {
 			l.seen[ev.PID] = true
+			l.sel.Seen(int(ev.PID))
 			l.tr.EnsureClassified(ev.PID)
 			l.resolver.Resolve(ev.PID)
 			if l.onNewPID != nil {

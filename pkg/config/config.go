@@ -65,10 +65,17 @@ type Select struct {
 	PIDs  []int  `yaml:"pids"`
 	Ports []int  `yaml:"ports"` // processes listening on these TCP ports
 	Exe   string `yaml:"exe"`   // regexp on the executable path or command line
+	// Cgroups are cgroup v2 directories: every process in one or below.
+	Cgroups []string `yaml:"cgroups"`
+	// Containers are container ids (or prefixes of 12+ characters),
+	// resolved to their cgroups through /proc/*/cgroup.
+	Containers []string `yaml:"containers"`
 }
 
 // All reports whether no criterion narrows the selection.
-func (s Select) All() bool { return len(s.PIDs) == 0 && len(s.Ports) == 0 && s.Exe == "" }
+func (s Select) All() bool {
+	return len(s.PIDs) == 0 && len(s.Ports) == 0 && s.Exe == "" && len(s.Cgroups) == 0 && len(s.Containers) == 0
+}
 
 // OTLP is the trace export target. An empty endpoint prints spans to the
 // terminal instead.

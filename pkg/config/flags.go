@@ -17,6 +17,8 @@ type Flags struct {
 	pids         string
 	ports        string
 	exe          string
+	cgroups      []string
+	containers   []string
 	endpoint     string
 	headers      string
 	javaAgent    string
@@ -46,6 +48,14 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.pids, "pid", "", "trace these process ids (comma-separated) and their children")
 	fs.StringVar(&f.ports, "port", "", "trace processes listening on these TCP ports (comma-separated)")
 	fs.StringVar(&f.exe, "exe", "", "trace processes whose executable path or command line matches this regexp")
+	fs.Func("cgroup", "trace every process in this cgroup v2 directory and below (repeatable, or comma-separated)", func(v string) error {
+		f.cgroups = append(f.cgroups, splitList(v)...)
+		return nil
+	})
+	fs.Func("container", "trace every process of this container, by id (repeatable, or comma-separated)", func(v string) error {
+		f.containers = append(f.containers, splitList(v)...)
+		return nil
+	})
 	fs.StringVar(&f.endpoint, "otlp-endpoint", "", "OTLP/gRPC endpoint (default: print spans to the terminal)")
 	fs.StringVar(&f.headers, "otlp-headers", "", "OTLP headers, k=v,k2=v2")
 	fs.BoolVar(&f.insecure, "otlp-insecure", false, "OTLP without TLS")
@@ -85,6 +95,10 @@ func (f *Flags) apply(c *Config, fs *flag.FlagSet) error {
 			c.Select.Ports, err = parseInts(f.ports)
 		case "exe":
 			c.Select.Exe = f.exe
+		case "cgroup":
+			c.Select.Cgroups = f.cgroups
+		case "container":
+			c.Select.Containers = f.containers
 		case "otlp-endpoint":
 			c.OTLP.Endpoint = f.endpoint
 		case "otlp-headers":

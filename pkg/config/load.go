@@ -101,6 +101,8 @@ func applyEnv(c *Config, getenv func(string) string) error {
 	set("WEFT_PIDS", func(v string) (e error) { c.Select.PIDs, e = parseInts(v); return })
 	set("WEFT_PORTS", func(v string) (e error) { c.Select.Ports, e = parseInts(v); return })
 	set("WEFT_EXE", func(v string) error { c.Select.Exe = v; return nil })
+	set("WEFT_CGROUPS", func(v string) error { c.Select.Cgroups = splitList(v); return nil })
+	set("WEFT_CONTAINERS", func(v string) error { c.Select.Containers = splitList(v); return nil })
 	set("WEFT_REQUEST_TIMEOUT", func(v string) (e error) { c.RequestTimeout, e = time.ParseDuration(v); return })
 	set("WEFT_KEEP_QUERY", func(v string) (e error) { c.KeepQuery, e = strconv.ParseBool(v); return })
 	set("WEFT_METRICS_ADDR", func(v string) error { c.MetricsAddr = v; return nil })
@@ -130,6 +132,17 @@ func ParseHeaders(s string) (map[string]string, error) {
 		out[strings.TrimSpace(k)] = dv
 	}
 	return out, nil
+}
+
+// splitList reads a comma-separated list, blanks dropped.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func parseInts(s string) ([]int, error) {

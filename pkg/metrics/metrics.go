@@ -20,8 +20,19 @@ type Source func() map[string]uint64
 
 // Registry gathers sources.
 type Registry struct {
-	mu      sync.Mutex
-	sources []Source
+	mu       sync.Mutex
+	sources  []Source
+	handlers map[string]http.Handler
+}
+
+// Handle serves h at path on the metrics address too (set before Serve).
+func (r *Registry) Handle(path string, h http.Handler) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.handlers == nil {
+		r.handlers = map[string]http.Handler{}
+	}
+	r.handlers[path] = h
 }
 
 // Add registers a source.
@@ -75,6 +86,11 @@ func (r *Registry) Serve(addr string) (*http.Server, net.Addr, error) {
 	// Profiling weft itself, on the same local-only address.
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	r.mu.Lock()
+	for path, h := range r.handlers {
+		mux.Handle(path, h)
+	}
+	r.mu.Unlock()
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {

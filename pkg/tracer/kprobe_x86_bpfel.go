@@ -188,6 +188,7 @@ type kprobeTracesCtx struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	kprobeMapActiveCtx               = "active_ctx"
+	kprobeMapCgroupFilter            = "cgroup_filter"
 	kprobeMapClientSocks             = "client_socks"
 	kprobeMapConnParent              = "conn_parent"
 	kprobeMapConnVerdicts            = "conn_verdicts"
@@ -222,6 +223,7 @@ const (
 	kprobeMapThreadSlot              = "thread_slot"
 	kprobeMapTracesCtxV1             = "traces_ctx_v1"
 	kprobeMapTrackedSocks            = "tracked_socks"
+	kprobeProgWeftCgroupMove         = "weft_cgroup_move"
 	kprobeProgWeftExec               = "weft_exec"
 	kprobeProgWeftExit               = "weft_exit"
 	kprobeProgWeftFork               = "weft_fork"
@@ -249,6 +251,7 @@ const (
 	kprobeProgWeftTcpSendmsg         = "weft_tcp_sendmsg"
 	kprobeProgWeftTcpSendmsgRet      = "weft_tcp_sendmsg_ret"
 	kprobeVarCaptureMax              = "capture_max"
+	kprobeVarCgroupLevels            = "cgroup_levels"
 	kprobeVarNoteAllSenders          = "note_all_senders"
 	kprobeVarNotifyExec              = "notify_exec"
 	kprobeVarSelfPid                 = "self_pid"
@@ -304,6 +307,7 @@ type kprobeSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type kprobeProgramSpecs struct {
+	WeftCgroupMove         *ebpf.ProgramSpec `ebpf:"weft_cgroup_move"`
 	WeftExec               *ebpf.ProgramSpec `ebpf:"weft_exec"`
 	WeftExit               *ebpf.ProgramSpec `ebpf:"weft_exit"`
 	WeftFork               *ebpf.ProgramSpec `ebpf:"weft_fork"`
@@ -337,6 +341,7 @@ type kprobeProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type kprobeMapSpecs struct {
 	ActiveCtx       *ebpf.MapSpec `ebpf:"active_ctx"`
+	CgroupFilter    *ebpf.MapSpec `ebpf:"cgroup_filter"`
 	ClientSocks     *ebpf.MapSpec `ebpf:"client_socks"`
 	ConnParent      *ebpf.MapSpec `ebpf:"conn_parent"`
 	ConnVerdicts    *ebpf.MapSpec `ebpf:"conn_verdicts"`
@@ -378,6 +383,7 @@ type kprobeMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type kprobeVariableSpecs struct {
 	CaptureMax        *ebpf.VariableSpec `ebpf:"capture_max"`
+	CgroupLevels      *ebpf.VariableSpec `ebpf:"cgroup_levels"`
 	NoteAllSenders    *ebpf.VariableSpec `ebpf:"note_all_senders"`
 	NotifyExec        *ebpf.VariableSpec `ebpf:"notify_exec"`
 	SelfPid           *ebpf.VariableSpec `ebpf:"self_pid"`
@@ -412,6 +418,7 @@ func (o *kprobeObjects) Close() error {
 // It can be passed to loadKprobeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type kprobeMaps struct {
 	ActiveCtx       *ebpf.Map `ebpf:"active_ctx"`
+	CgroupFilter    *ebpf.Map `ebpf:"cgroup_filter"`
 	ClientSocks     *ebpf.Map `ebpf:"client_socks"`
 	ConnParent      *ebpf.Map `ebpf:"conn_parent"`
 	ConnVerdicts    *ebpf.Map `ebpf:"conn_verdicts"`
@@ -451,6 +458,7 @@ type kprobeMaps struct {
 func (m *kprobeMaps) Close() error {
 	return _KprobeClose(
 		m.ActiveCtx,
+		m.CgroupFilter,
 		m.ClientSocks,
 		m.ConnParent,
 		m.ConnVerdicts,
@@ -493,6 +501,7 @@ func (m *kprobeMaps) Close() error {
 // It can be passed to loadKprobeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type kprobeVariables struct {
 	CaptureMax        *ebpf.Variable `ebpf:"capture_max"`
+	CgroupLevels      *ebpf.Variable `ebpf:"cgroup_levels"`
 	NoteAllSenders    *ebpf.Variable `ebpf:"note_all_senders"`
 	NotifyExec        *ebpf.Variable `ebpf:"notify_exec"`
 	SelfPid           *ebpf.Variable `ebpf:"self_pid"`
@@ -510,6 +519,7 @@ type kprobeVariables struct {
 //
 // It can be passed to loadKprobeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type kprobePrograms struct {
+	WeftCgroupMove         *ebpf.Program `ebpf:"weft_cgroup_move"`
 	WeftExec               *ebpf.Program `ebpf:"weft_exec"`
 	WeftExit               *ebpf.Program `ebpf:"weft_exit"`
 	WeftFork               *ebpf.Program `ebpf:"weft_fork"`
@@ -540,6 +550,7 @@ type kprobePrograms struct {
 
 func (p *kprobePrograms) Close() error {
 	return _KprobeClose(
+		p.WeftCgroupMove,
 		p.WeftExec,
 		p.WeftExit,
 		p.WeftFork,

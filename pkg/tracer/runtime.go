@@ -229,7 +229,7 @@ func (t *Tracer) EnsureClassified(pid uint32) {
 func (t *Tracer) ProcessExeced(pid uint32) {
 	t.ProcessGone(pid)
 	var v uint32
-	if err := t.coll.Maps["pid_filter"].Lookup(pid, &v); err == nil && v == pidTraced {
+	if err := t.coll.Maps["pid_filter"].Lookup(pid, &v); err == nil && (v == pidTraced || v == pidTracedByCgroup) {
 		t.setupRuntime(pid)
 	}
 }

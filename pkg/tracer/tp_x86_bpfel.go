@@ -248,6 +248,7 @@ const (
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	tpMapActiveCtx               = "active_ctx"
+	tpMapCgroupFilter            = "cgroup_filter"
 	tpMapClientSocks             = "client_socks"
 	tpMapConnParent              = "conn_parent"
 	tpMapConnVerdicts            = "conn_verdicts"
@@ -280,6 +281,7 @@ const (
 	tpMapThreadSlot              = "thread_slot"
 	tpMapTracesCtxV1             = "traces_ctx_v1"
 	tpMapTrackedSocks            = "tracked_socks"
+	tpProgWeftCgroupMove         = "weft_cgroup_move"
 	tpProgWeftEnterIoctl         = "weft_enter_ioctl"
 	tpProgWeftEnterRead          = "weft_enter_read"
 	tpProgWeftEnterReadv         = "weft_enter_readv"
@@ -319,6 +321,7 @@ const (
 	tpProgWeftSockops            = "weft_sockops"
 	tpProgWeftSockopsAny         = "weft_sockops_any"
 	tpVarCaptureMax              = "capture_max"
+	tpVarCgroupLevels            = "cgroup_levels"
 	tpVarNoteAllSenders          = "note_all_senders"
 	tpVarNotifyExec              = "notify_exec"
 	tpVarSelfPid                 = "self_pid"
@@ -374,6 +377,7 @@ type tpSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type tpProgramSpecs struct {
+	WeftCgroupMove         *ebpf.ProgramSpec `ebpf:"weft_cgroup_move"`
 	WeftEnterIoctl         *ebpf.ProgramSpec `ebpf:"weft_enter_ioctl"`
 	WeftEnterRead          *ebpf.ProgramSpec `ebpf:"weft_enter_read"`
 	WeftEnterReadv         *ebpf.ProgramSpec `ebpf:"weft_enter_readv"`
@@ -419,6 +423,7 @@ type tpProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type tpMapSpecs struct {
 	ActiveCtx      *ebpf.MapSpec `ebpf:"active_ctx"`
+	CgroupFilter   *ebpf.MapSpec `ebpf:"cgroup_filter"`
 	ClientSocks    *ebpf.MapSpec `ebpf:"client_socks"`
 	ConnParent     *ebpf.MapSpec `ebpf:"conn_parent"`
 	ConnVerdicts   *ebpf.MapSpec `ebpf:"conn_verdicts"`
@@ -458,6 +463,7 @@ type tpMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type tpVariableSpecs struct {
 	CaptureMax        *ebpf.VariableSpec `ebpf:"capture_max"`
+	CgroupLevels      *ebpf.VariableSpec `ebpf:"cgroup_levels"`
 	NoteAllSenders    *ebpf.VariableSpec `ebpf:"note_all_senders"`
 	NotifyExec        *ebpf.VariableSpec `ebpf:"notify_exec"`
 	SelfPid           *ebpf.VariableSpec `ebpf:"self_pid"`
@@ -492,6 +498,7 @@ func (o *tpObjects) Close() error {
 // It can be passed to loadTpObjects or ebpf.CollectionSpec.LoadAndAssign.
 type tpMaps struct {
 	ActiveCtx      *ebpf.Map `ebpf:"active_ctx"`
+	CgroupFilter   *ebpf.Map `ebpf:"cgroup_filter"`
 	ClientSocks    *ebpf.Map `ebpf:"client_socks"`
 	ConnParent     *ebpf.Map `ebpf:"conn_parent"`
 	ConnVerdicts   *ebpf.Map `ebpf:"conn_verdicts"`
@@ -529,6 +536,7 @@ type tpMaps struct {
 func (m *tpMaps) Close() error {
 	return _TpClose(
 		m.ActiveCtx,
+		m.CgroupFilter,
 		m.ClientSocks,
 		m.ConnParent,
 		m.ConnVerdicts,
@@ -569,6 +577,7 @@ func (m *tpMaps) Close() error {
 // It can be passed to loadTpObjects or ebpf.CollectionSpec.LoadAndAssign.
 type tpVariables struct {
 	CaptureMax        *ebpf.Variable `ebpf:"capture_max"`
+	CgroupLevels      *ebpf.Variable `ebpf:"cgroup_levels"`
 	NoteAllSenders    *ebpf.Variable `ebpf:"note_all_senders"`
 	NotifyExec        *ebpf.Variable `ebpf:"notify_exec"`
 	SelfPid           *ebpf.Variable `ebpf:"self_pid"`
@@ -586,6 +595,7 @@ type tpVariables struct {
 //
 // It can be passed to loadTpObjects or ebpf.CollectionSpec.LoadAndAssign.
 type tpPrograms struct {
+	WeftCgroupMove         *ebpf.Program `ebpf:"weft_cgroup_move"`
 	WeftEnterIoctl         *ebpf.Program `ebpf:"weft_enter_ioctl"`
 	WeftEnterRead          *ebpf.Program `ebpf:"weft_enter_read"`
 	WeftEnterReadv         *ebpf.Program `ebpf:"weft_enter_readv"`
@@ -628,6 +638,7 @@ type tpPrograms struct {
 
 func (p *tpPrograms) Close() error {
 	return _TpClose(
+		p.WeftCgroupMove,
 		p.WeftEnterIoctl,
 		p.WeftEnterRead,
 		p.WeftEnterReadv,

@@ -40,6 +40,9 @@ type Options struct {
 	// calls are parented by goroutine (runtime.go); without them such
 	// programs are followed fail-closed.
 	RuntimeHooks bool
+	// Cgroups are selected cgroups: every process in one of them or below
+	// is traced, decided in the kernel from its first call.
+	Cgroups []Cgroup
 	// Cgroup is the cgroup v2 directory whose sockets injection covers;
 	// default: the root of the cgroup2 mount in /proc/mounts.
 	Cgroup string
@@ -49,6 +52,12 @@ type Options struct {
 	// OpenTelemetry eBPF profiler looks at <bpffs>/otel/traces_ctx_v1. A map
 	// already pinned there is shared, not replaced. Empty: not pinned.
 	PinTracesCtx string
+}
+
+// Cgroup is a cgroup v2 directory by id and depth (the root is level 0).
+type Cgroup struct {
+	ID    uint64
+	Level int
 }
 
 // Tracer is a loaded and attached set of programs.
@@ -102,10 +111,11 @@ func load(opts Options, replace map[string]*ebpf.Map) (*ebpf.Collection, error) 
 		return nil, fmt.Errorf("load %s spec: %w", opts.Path, err)
 	}
 	vars := map[string]any{
-		"capture_max": uint32(opts.CaptureBytes),
-		"self_pid":    opts.SelfPID,
-		"trace_all":   boolByte(opts.TraceAll),
-		"notify_exec": boolByte(opts.NotifyExec),
+		"capture_max":   uint32(opts.CaptureBytes),
+		"self_pid":      opts.SelfPID,
+		"trace_all":     boolByte(opts.TraceAll),
+		"notify_exec":   boolByte(opts.NotifyExec),
+		"cgroup_levels": cgroupLevels(opts.Cgroups),
 		// sockops that cannot tell the process take every connection
 		"note_all_senders": boolByte(!SockopsKnowsProcess()),
 	}
@@ -149,6 +159,12 @@ func Open(opts Options) (*Tracer, error) {
 	coll, err := load(opts, replace)
 	if err != nil {
 		return nil, err
+	}
+	for _, cg := range opts.Cgroups {
+		if err := coll.Maps["cgroup_filter"].Put(cg.ID, uint8(1)); err != nil {
+			coll.Close()
+			return nil, fmt.Errorf("select cgroup %d: %w", cg.ID, err)
+		}
 	}
 	t := &Tracer{path: opts.Path, coll: coll, inject: opts.Propagation, hooks: opts.RuntimeHooks,
 		log: slog.With("component", "tracer"), corrs: map[uint32]Correlation{}, rtHooks: map[uint32]io.Closer{}}
@@ -227,6 +243,19 @@ func (t *Tracer) SetPID(pid uint32, traced bool) error {
 		return fmt.Errorf("update pid filter for %d: %w", pid, err)
 	}
 	if traced && t.inject {
+		t.allowBlockingSockets(pid)
+	}
+	return nil
+}
+
+// SetPIDByCgroup marks a process found in a selected cgroup as traced;
+// the kernel checks it again if it moves to another cgroup.
+func (t *Tracer) SetPIDByCgroup(pid uint32) error {
+	t.setupRuntime(pid)
+	if err := t.coll.Maps["pid_filter"].Put(pid, uint32(pidTracedByCgroup)); err != nil {
+		return fmt.Errorf("update pid filter for %d: %w", pid, err)
+	}
+	if t.inject {
 		t.allowBlockingSockets(pid)
 	}
 	return nil
@@ -311,9 +340,20 @@ func SockopsKnowsProcess() bool {
 }
 
 const (
-	pidTraced  = 1
-	pidIgnored = 2
+	pidTraced         = 1
+	pidIgnored        = 2
+	pidTracedByCgroup = 3
 )
+
+// cgroupLevels is the kernel's cgroup_levels: bit n set for a cgroup at
+// level n.
+func cgroupLevels(cgs []Cgroup) uint32 {
+	var m uint32
+	for _, cg := range cgs {
+		m |= 1 << cg.Level
+	}
+	return m
+}
 
 func boolByte(b bool) uint8 {
 	if b {

@@ -293,7 +293,7 @@ http {
 	upstream fresh { server %[3]s; }
 	upstream pool { server %[3]s; keepalive 8; }
 	server {
-		listen 127.0.0.1:%[4]d;
+		listen 127.0.0.1:%[4]d reuseport; # workers share connections by hash
 		location /req/ { proxy_pass http://fresh/work/; }
 		location /ka/ {
 			proxy_pass http://pool/work/;
@@ -320,9 +320,12 @@ func startNginx(t *testing.T, workers, backend string) (*proc, []int, string) {
 	}
 	p := start(t, bin, "-c", conf, "-e", "stderr")
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	want := 1
+	want, err := strconv.Atoi(workers)
 	if workers == "auto" {
-		want = runtime.NumCPU()
+		want, err = runtime.NumCPU(), nil
+	}
+	if err != nil {
+		t.Fatalf("nginx workers %q: %v", workers, err)
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
