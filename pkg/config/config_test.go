@@ -76,3 +76,31 @@ func TestUnknownYAMLFieldIsAnError(t *testing.T) {
 		t.Fatal("misspelt key accepted")
 	}
 }
+
+func TestCgroupAndContainerSelectors(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "weft.yaml")
+	yml := "select:\n  cgroups: [/sys/fs/cgroup/file]\n  containers: [aaaaaaaaaaaa]\n"
+	if err := os.WriteFile(path, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"WEFT_CGROUPS": "/sys/fs/cgroup/env1, /sys/fs/cgroup/env2"}
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fl := RegisterFlags(fs)
+	if err := fs.Parse([]string{"--container=bbbbbbbbbbbb,cccccccccccc", "--container", "dddddddddddd"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path, func(k string) string { return env[k] }, fs, fl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Select.Cgroups; len(got) != 2 || got[0] != "/sys/fs/cgroup/env1" || got[1] != "/sys/fs/cgroup/env2" {
+		t.Errorf("cgroups = %q, want the environment's two (over the file's)", got)
+	}
+	if got := c.Select.Containers; len(got) != 3 || got[0] != "bbbbbbbbbbbb" || got[2] != "dddddddddddd" {
+		t.Errorf("containers = %q, want the flags' three (repeated and comma-separated)", got)
+	}
+	if c.Select.All() {
+		t.Error("a cgroup selection counts as a selection")
+	}
+}
