@@ -117,6 +117,7 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 	reg.Add(loop.snapshot)
 	reg.Add(corr.Stats().Snapshot)
 	reg.Add(func() map[string]uint64 { return exporterSnapshot(exp.Stats()) })
+	reg.Add(func() map[string]uint64 { return map[string]uint64{"processes_traced": uint64(len(sel.Traced()))} })
 	reg.Handle(ProcessesPath, processesHandler(sel, resolver))
 	if cfg.MetricsAddr != "" {
 		srv, addr, err := reg.Serve(cfg.MetricsAddr)
