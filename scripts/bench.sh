@@ -16,6 +16,10 @@ echo "## Right parents: a Go net/http chain at 1000 requests/s, off / on without
 echo
 go run ./test/bench -go-chain -rate 1000 -rounds 6 -modes off,nohooks,on "$@"
 echo
+echo "## Right parents: what one goroutine creation costs a traced Go program, runtime hooks off / on"
+echo
+go run ./test/bench -goroutine-cost -rounds 6 -modes nohooks,on "$@"
+echo
 echo "## Right parents: a Node.js chain at 1000 requests/s, weft off / on (the companion loaded in both)"
 echo
 go run ./test/bench -node-chain -rate 1000 -rounds 6 -modes off,on "$@"

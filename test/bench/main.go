@@ -77,6 +77,10 @@ func main() {
 		runSendCost()
 		return
 	}
+	if *goroutineCost {
+		runGoroutineCost()
+		return
+	}
 	if *jvmBench {
 		if *rate == 0 {
 			*rate = 500
@@ -513,22 +517,55 @@ func report(runs []run, order []string) {
 		reqs += uint64(r.requests)
 	}
 	fmt.Printf("\nweft RSS (max) %d KiB; events lost %d (server spans %d for %d requests over all traced runs)\n", rssMax, lost, spans, reqs)
-	fmt.Printf("\nMean run time per call of each BPF program (kernel BPF stats, traced runs):\n\n| program | calls | mean ns |\n|---|---|---|\n")
-	total := map[string]progStat{}
+	// Per traced mode, so that what a mode adds shows program by program.
+	var traced []string
+	total := map[string]map[string]progStat{}
+	modeReqs := map[string]float64{}
 	for _, r := range on {
+		if total[r.mode] == nil {
+			total[r.mode] = map[string]progStat{}
+			traced = append(traced, r.mode)
+		}
+		modeReqs[r.mode] += float64(r.requests)
 		for k, v := range r.progStats {
-			t := total[k]
-			total[k] = progStat{t.runNs + v.runNs, t.runCnt + v.runCnt}
+			t := total[r.mode][k]
+			total[r.mode][k] = progStat{t.runNs + v.runNs, t.runCnt + v.runCnt}
 		}
 	}
-	names := make([]string, 0, len(total))
-	for k := range total {
-		names = append(names, k)
+	fmt.Printf("\nBPF programs per request in each traced mode (kernel BPF stats): calls, mean ns per call, ns per request\n\n| program |")
+	for _, m := range traced {
+		fmt.Printf(" %s |", m)
 	}
-	sort.Strings(names)
-	for _, k := range names {
-		if v := total[k]; v.runCnt > 0 {
-			fmt.Printf("| %s | %d | %.0f |\n", k, v.runCnt, float64(v.runNs)/float64(v.runCnt))
+	fmt.Printf("\n|---|%s\n", strings.Repeat("---|", len(traced)))
+	names := map[string]bool{}
+	for _, m := range traced {
+		for k := range total[m] {
+			names[k] = true
 		}
 	}
+	sorted := make([]string, 0, len(names))
+	for k := range names {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	sums := make([]float64, len(traced))
+	for _, k := range sorted {
+		fmt.Printf("| %s |", k)
+		for i, m := range traced {
+			v := total[m][k]
+			if v.runCnt == 0 || modeReqs[m] == 0 {
+				fmt.Printf(" – |")
+				continue
+			}
+			perReq := float64(v.runNs) / modeReqs[m]
+			sums[i] += perReq
+			fmt.Printf(" %.2f × %.0f ns = %.0f ns |", float64(v.runCnt)/modeReqs[m], float64(v.runNs)/float64(v.runCnt), perReq)
+		}
+		fmt.Println()
+	}
+	fmt.Printf("| all |")
+	for _, v := range sums {
+		fmt.Printf(" %.0f ns |", v)
+	}
+	fmt.Println()
 }

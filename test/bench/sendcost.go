@@ -55,16 +55,16 @@ func runSendCost() {
 		conn = "a fresh connection per request"
 	}
 	fmt.Printf("%s, %d requests per run, %d rounds; mean ± standard error:\n\n", conn, *sendRequests, *rounds)
-	printPaired("Sender CPU per request", order, perMode)
-	printPaired("CPU 0 busy per request", order, cpu0)
+	printPaired("Sender CPU per request", "request", order, perMode)
+	printPaired("CPU 0 busy per request", "request", order, cpu0)
 }
 
 // printPaired prints the modes' means and their differences, paired by
 // round, from the first mode, then injection alone (on − noprop) and the
 // kernel's sockmap path alone (floor − off) where those modes ran.
-func printPaired(title string, order []string, perMode map[string][]float64) {
+func printPaired(title, unit string, order []string, perMode map[string][]float64) {
 	fmt.Printf("%s (µs):\n\n", title)
-	fmt.Println("| mode | µs per request | vs " + order[0] + ", paired by round |")
+	fmt.Println("| mode | µs per " + unit + " | vs " + order[0] + ", paired by round |")
 	fmt.Println("|---|---|---|")
 	for _, m := range order {
 		mean, se := meanSE(perMode[m])
