@@ -545,7 +545,13 @@ func report(runs []run, order []string) {
 	}
 	sorted := make([]string, 0, len(names))
 	for k := range names {
-		sorted = append(sorted, k)
+		ran := false
+		for _, m := range traced {
+			ran = ran || total[m][k].runCnt > 0
+		}
+		if ran { // programs of other runtimes or paths stay out
+			sorted = append(sorted, k)
+		}
 	}
 	sort.Strings(sorted)
 	sums := make([]float64, len(traced))
