@@ -157,20 +157,19 @@ static __always_inline bool pid_traced_known(__u32 tgid)
 /* Whether process tgid is traced. Called in tgid's own context, it also
  * finds a process of a selected cgroup that nothing has noted yet (one
  * started or moved there) and notes it, so that it is traced from its
- * first call, before user space hears of it. */
+ * first call, before user space hears of it. (Selecting cgroups is
+ * selecting: trace_all is off then.) */
 static __always_inline bool pid_traced(__u32 tgid)
 {
-	if (tgid == self_pid)
-		return false;
-	__u32 *v = bpf_map_lookup_elem(&pid_filter, &tgid);
-	if (v)
-		return traced_value(v);
-	if (cgroup_levels && tgid == bpf_get_current_pid_tgid() >> 32 && in_selected_cgroup()) {
-		__u32 by_cgroup = PID_TRACED_BY_CGROUP;
-		bpf_map_update_elem(&pid_filter, &tgid, &by_cgroup, BPF_NOEXIST);
+	if (pid_traced_known(tgid))
 		return true;
-	}
-	return trace_all;
+	if (!cgroup_levels || tgid == self_pid || tgid != bpf_get_current_pid_tgid() >> 32)
+		return false;
+	if (bpf_map_lookup_elem(&pid_filter, &tgid) || !in_selected_cgroup())
+		return false; /* noted as not traced, or outside */
+	__u32 by_cgroup = PID_TRACED_BY_CGROUP;
+	bpf_map_update_elem(&pid_filter, &tgid, &by_cgroup, BPF_NOEXIST);
+	return true;
 }
 
 /* A JVM agent's packet (mount.h): ioctl(0, WEFT_IOCTL_CMD, packet) from a

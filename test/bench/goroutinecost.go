@@ -8,7 +8,6 @@ import (
 	"log"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -23,15 +22,8 @@ var (
 // goroutines back to back while weft (on CPU 1) traces it; its CPU per
 // goroutine is compared across modes, paired by round.
 func runGoroutineCost() {
-	dir, err := os.MkdirTemp("", "weft-bench-")
-	check(err)
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "spawner")
-	if out, err := exec.Command("go", "build", "-o", bin, "./test/bench/spawner").CombinedOutput(); err != nil {
-		log.Fatalf("build spawner: %v\n%s", err, out)
-	}
-	check(os.WriteFile("/proc/sys/kernel/bpf_stats_enabled", []byte("1"), 0o644))
-	defer os.WriteFile("/proc/sys/kernel/bpf_stats_enabled", []byte("0"), 0o644)
+	bin, done := prepare("./test/bench/spawner")
+	defer done()
 	s := exec.Command("taskset", "-c", "0", bin)
 	s.Env = append(os.Environ(), "GOMAXPROCS=1")
 	stdin, err := s.StdinPipe()

@@ -27,15 +27,8 @@ var (
 // (The sk_msg program and the kernel's sockmap send path run in the
 // sender's send call; on loopback the receiving half of TCP does too.)
 func runSendCost() {
-	dir, err := os.MkdirTemp("", "weft-bench-")
-	check(err)
-	defer os.RemoveAll(dir)
-	srvBin := filepath.Join(dir, "websrv")
-	if out, err := exec.Command("go", "build", "-o", srvBin, "./test/e2e/testdata/websrv").CombinedOutput(); err != nil {
-		log.Fatalf("build websrv: %v\n%s", err, out)
-	}
-	check(os.WriteFile("/proc/sys/kernel/bpf_stats_enabled", []byte("1"), 0o644))
-	defer os.WriteFile("/proc/sys/kernel/bpf_stats_enabled", []byte("0"), 0o644)
+	srvBin, done := prepare("./test/e2e/testdata/websrv")
+	defer done()
 	backend, addr := startServer("taskset", "-c", "1", srvBin, "-mode=nethttp", "-addr=127.0.0.1:0")
 	defer backend.Process.Kill()
 	otlp := startSink()
@@ -57,6 +50,22 @@ func runSendCost() {
 	fmt.Printf("%s, %d requests per run, %d rounds; mean ± standard error:\n\n", conn, *sendRequests, *rounds)
 	printPaired("Sender CPU per request", "request", order, perMode)
 	printPaired("CPU 0 busy per request", "request", order, cpu0)
+}
+
+// prepare builds pkg into a temporary directory and turns the kernel's
+// BPF statistics on; done undoes both.
+func prepare(pkg string) (bin string, done func()) {
+	dir, err := os.MkdirTemp("", "weft-bench-")
+	check(err)
+	bin = filepath.Join(dir, filepath.Base(pkg))
+	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+		log.Fatalf("build %s: %v\n%s", pkg, err, out)
+	}
+	check(os.WriteFile("/proc/sys/kernel/bpf_stats_enabled", []byte("1"), 0o644))
+	return bin, func() {
+		os.WriteFile("/proc/sys/kernel/bpf_stats_enabled", []byte("0"), 0o644)
+		os.RemoveAll(dir)
+	}
 }
 
 // printPaired prints the modes' means and their differences, paired by
