@@ -166,16 +166,21 @@ func (s *Selector) Sync() error {
 	// Marked first, so that the kernel follows what they fork from now
 	// on; then the processes they forked before, until a pass finds no
 	// more (one forked during the previous pass).
+	// Only roots new to this pass need their trees walked: the kernel
+	// follows what older ones fork.
+	fresh := map[int]string{}
 	for pid, why := range want {
-		s.mark(pid, why)
+		if s.mark(pid, why) {
+			fresh[pid] = why
+		}
 	}
-	for pass := 0; pass < 4; pass++ {
+	for pass := 0; pass < 4 && len(fresh) > 0; pass++ {
 		tree, err := parents(s.sys.Proc)
 		if err != nil {
 			return err
 		}
 		found := false
-		for pid, why := range want {
+		for pid, why := range fresh {
 			for _, d := range descendants(tree, pid) {
 				if s.mark(d, why+" (descendant)") {
 					found = true

@@ -233,30 +233,30 @@ func (t *Tracer) Read(ev *event.Event) error {
 // is classified first (Classify), so that its first request already finds
 // its hooks and mode.
 func (t *Tracer) SetPID(pid uint32, traced bool) error {
-	v := uint32(pidTraced)
 	if !traced {
-		v = pidIgnored
-	} else {
-		t.setupRuntime(pid)
+		return t.putPID(pid, pidIgnored)
 	}
-	if err := t.coll.Maps["pid_filter"].Put(pid, v); err != nil {
-		return fmt.Errorf("update pid filter for %d: %w", pid, err)
+	return t.trace(pid, pidTraced)
+}
+
+// SetPIDByCgroup marks a process found in a selected cgroup as traced;
+// the kernel checks it again if it moves to another cgroup.
+func (t *Tracer) SetPIDByCgroup(pid uint32) error { return t.trace(pid, pidTracedByCgroup) }
+
+func (t *Tracer) trace(pid, how uint32) error {
+	t.setupRuntime(pid)
+	if err := t.putPID(pid, how); err != nil {
+		return err
 	}
-	if traced && t.inject {
+	if t.inject {
 		t.allowBlockingSockets(pid)
 	}
 	return nil
 }
 
-// SetPIDByCgroup marks a process found in a selected cgroup as traced;
-// the kernel checks it again if it moves to another cgroup.
-func (t *Tracer) SetPIDByCgroup(pid uint32) error {
-	t.setupRuntime(pid)
-	if err := t.coll.Maps["pid_filter"].Put(pid, uint32(pidTracedByCgroup)); err != nil {
+func (t *Tracer) putPID(pid, v uint32) error {
+	if err := t.coll.Maps["pid_filter"].Put(pid, v); err != nil {
 		return fmt.Errorf("update pid filter for %d: %w", pid, err)
-	}
-	if t.inject {
-		t.allowBlockingSockets(pid)
 	}
 	return nil
 }
