@@ -159,6 +159,37 @@ static __always_inline void traces_ctx_sync(__u64 pid_tgid, __u32 key)
 		bpf_map_delete_elem(&traces_ctx_v1, &pid_tgid);
 }
 
+/* The trace sampler (OTEL_TRACES_SAMPLER, pkg/sampling), decided once
+ * where a trace begins or enters a traced process, so the traceparent
+ * weft injects carries the decision on to every downstream service. */
+#define SAMPLE_NEVER 0
+#define SAMPLE_ALWAYS 1
+#define SAMPLE_RATIO 2
+volatile const __u8 sample_root = SAMPLE_ALWAYS;
+volatile const __u8 sample_parent_based = 1; /* keep an incoming decision */
+volatile const __u64 sample_bound = 0;       /* traceidratio * 2^63 */
+
+#define TRACE_FLAG_SAMPLED 0x01
+
+/* The flags of a trace that starts here: the root sampler on its id (the
+ * OpenTelemetry SDKs' traceidratio rule, so they agree with weft). */
+static __always_inline __u8 root_flags(const __u8 *trace_id)
+{
+	if (sample_root != SAMPLE_RATIO)
+		return sample_root == SAMPLE_ALWAYS ? TRACE_FLAG_SAMPLED : 0;
+	__u64 low;
+	__builtin_memcpy(&low, trace_id + 8, 8);
+	return __builtin_bswap64(low) >> 1 < sample_bound ? TRACE_FLAG_SAMPLED : 0;
+}
+
+/* The flags of a trace continued from an incoming traceparent. */
+static __always_inline __u8 continued_flags(const struct span_ctx *in)
+{
+	if (sample_parent_based)
+		return in->trace_flags;
+	return (in->trace_flags & ~TRACE_FLAG_SAMPLED) | root_flags(in->trace_id);
+}
+
 static __always_inline void random_ids(__u8 *trace_id, __u8 *span_id)
 {
 	if (trace_id) {
@@ -409,11 +440,11 @@ static __always_inline void server_request(struct event_header *h, const __u8 *d
 	if (r == TP_FOUND) {
 		__builtin_memcpy(h->trace_id, in.trace_id, 16);
 		__builtin_memcpy(h->parent_id, in.span_id, 8);
-		h->trace_flags = in.trace_flags;
+		h->trace_flags = continued_flags(&in);
 		random_ids(0, h->span_id);
 	} else {
 		random_ids(h->trace_id, h->span_id);
-		h->trace_flags = 1; /* sampled: weft records every request */
+		h->trace_flags = root_flags(h->trace_id);
 	}
 	/* Only a head cut by the segment, not by the capture limit, goes on
 	 * in the next segments weft sees. */
@@ -456,6 +487,7 @@ static __always_inline void server_head_more(struct event_header *h, const __u8 
 	bpf_map_delete_elem(&pending_head, &h->sock_id);
 	if (r != TP_FOUND)
 		return;
+	in.trace_flags = continued_flags(&in);
 	struct span_ctx *active;
 	if (ph.g) {
 		struct go_key gk = {.tgid = h->pid, .id = ph.g};
@@ -572,7 +604,7 @@ static __always_inline void new_client_ctx(__u64 pid_tgid, __u32 key, const stru
 	} else {
 		__builtin_memset(parent, 0, 8);
 		random_ids(out->trace_id, out->span_id);
-		out->trace_flags = 1;
+		out->trace_flags = root_flags(out->trace_id);
 	}
 }
 

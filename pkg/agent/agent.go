@@ -41,6 +41,7 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 	for _, cg := range sel.Cgroups() {
 		cgroups = append(cgroups, tracer.Cgroup{ID: cg.ID, Level: cg.Level})
 	}
+	sampler := cfg.Sampler.Parsed()
 	tr, err := tracer.Open(tracer.Options{
 		Path:         path,
 		CaptureBytes: cfg.CaptureBytes,
@@ -51,6 +52,7 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 		Propagation:  cfg.Propagation == "headers",
 		RuntimeHooks: cfg.RuntimeHooks == "on",
 		PinTracesCtx: cfg.Profile.Pin,
+		Sampler:      &sampler,
 	})
 	if err != nil {
 		return err
@@ -83,6 +85,7 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 		RequestTimeout: cfg.RequestTimeout,
 		KeepQuery:      cfg.KeepQuery,
 		Clock:          clock,
+		Sampler:        &sampler,
 	}, exp.Export)
 
 	var reg metrics.Registry
@@ -130,7 +133,7 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 
 	done := make(chan error, 1)
 	go func() { done <- loop.run(ctx, sel.NeedsRescan()) }()
-	log.Info("weft running", "path", path, "select_all", cfg.Select.All(), "otlp", cfg.OTLP.Endpoint)
+	log.Info("weft running", "path", path, "select_all", cfg.Select.All(), "otlp", cfg.OTLP.Endpoint, "sampler", sampler.String())
 
 	var statsC <-chan time.Time
 	if cfg.StatsInterval > 0 {

@@ -19,6 +19,7 @@ import (
 	"github.com/weftdev/weft/pkg/profiler"
 	"github.com/weftdev/weft/pkg/profiler/store"
 	"github.com/weftdev/weft/pkg/profiler/symbolize"
+	"github.com/weftdev/weft/pkg/sampling"
 	"github.com/weftdev/weft/pkg/spans"
 	"github.com/weftdev/weft/pkg/tracer"
 )
@@ -184,9 +185,12 @@ func (p *profiling) readLoop() {
 			PID: smp.PID, TID: smp.TID, CPU: smp.CPU, Time: smp.Time,
 			UserStack:   append([]uint64(nil), smp.UserStack...),
 			KernelStack: append([]uint64(nil), smp.KernelStack...),
-			TraceID:     spans.TraceID(smp.TraceID),
-			SpanID:      spans.SpanID(smp.SpanID),
 			Thread:      smp.Comm,
+		}
+		// A span of an unsampled trace is never exported: its CPU stays
+		// in the profile, linked to no span.
+		if smp.TraceFlags&sampling.FlagSampled != 0 {
+			raw.TraceID, raw.SpanID = spans.TraceID(smp.TraceID), spans.SpanID(smp.SpanID)
 		}
 		if raw.InSpan() {
 			p.inSpan.Add(1)

@@ -43,6 +43,8 @@ type Config struct {
 	OTLP   OTLP   `yaml:"otlp"`
 	// Profile is the on-CPU profiler (docs/profiling.md).
 	Profile Profile `yaml:"profile"`
+	// Sampler decides which traces are recorded.
+	Sampler Sampler `yaml:"sampler"`
 
 	// RequestTimeout ends requests that never got an answer; their spans
 	// are exported with error.type "timeout".
@@ -100,6 +102,7 @@ func Default() Config {
 		LogLevel:       "info",
 		OTLP:           OTLP{Timeout: 10 * time.Second},
 		Profile:        defaultProfile(),
+		Sampler:        Sampler{Name: "parentbased_always_on"},
 	}
 }
 
@@ -147,6 +150,9 @@ func (c *Config) Validate() error {
 		return errors.New("request_timeout must be positive")
 	}
 	if err := c.Profile.validate(); err != nil {
+		return err
+	}
+	if err := c.Sampler.validate(); err != nil {
 		return err
 	}
 	switch c.LogLevel {

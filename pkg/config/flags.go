@@ -31,6 +31,7 @@ type Flags struct {
 	statsEvery   time.Duration
 	logLevel     string
 	profile      profileFlags
+	sampler      samplerFlags
 }
 
 // RegisterFlags declares the flags on fs.
@@ -65,6 +66,7 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.DurationVar(&f.statsEvery, "stats-interval", d.StatsInterval, "log self-metrics this often (0: never)")
 	fs.StringVar(&f.logLevel, "log-level", d.LogLevel, "debug, info, warn or error")
 	f.profile.register(fs, d.Profile)
+	f.sampler.register(fs, d.Sampler)
 	return f
 }
 
@@ -117,6 +119,7 @@ func (f *Flags) apply(c *Config, fs *flag.FlagSet) error {
 			c.LogLevel = f.logLevel
 		default:
 			f.profile.apply(&c.Profile, fl.Name)
+			f.sampler.apply(&c.Sampler, fl.Name)
 		}
 		if err != nil {
 			err = fmt.Errorf("-%s: %w", fl.Name, err)

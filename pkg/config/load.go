@@ -109,6 +109,7 @@ func applyEnv(c *Config, getenv func(string) string) error {
 	set("WEFT_STATS_INTERVAL", func(v string) (e error) { c.StatsInterval, e = time.ParseDuration(v); return })
 	set("WEFT_LOG_LEVEL", func(v string) error { c.LogLevel = v; return nil })
 	applyProfileEnv(&c.Profile, set)
+	applySamplerEnv(&c.Sampler, set)
 	return err
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/weftdev/weft/pkg/event"
 	"github.com/weftdev/weft/pkg/httpparse"
+	"github.com/weftdev/weft/pkg/sampling"
 	"github.com/weftdev/weft/pkg/spans"
 )
 
@@ -31,6 +32,9 @@ type Options struct {
 	MaxPipelined int
 	KeepQuery    bool
 	Clock        *Clock
+	// Sampler decides for the spans the kernel gave no ids (it decides
+	// for all others); nil: OpenTelemetry's default.
+	Sampler *sampling.Sampler
 }
 
 func (o *Options) defaults() {
@@ -49,6 +53,10 @@ func (o *Options) defaults() {
 	if o.Clock == nil {
 		o.Clock = NewClock()
 	}
+	if o.Sampler == nil {
+		s := sampling.Default()
+		o.Sampler = &s
+	}
 }
 
 // Stats count what the correlator saw. Safe to read from any goroutine.
@@ -64,6 +72,7 @@ type Stats struct {
 	Overflow     atomic.Uint64 // requests dropped: too many pipelined
 	EvictedConns atomic.Uint64 // connections dropped by the MaxConns bound
 	NoKernelCtx  atomic.Uint64 // spans the kernel assigned no ids to: traces of their own
+	Unsampled    atomic.Uint64 // spans of traces the sampler left out: counted, not exported
 
 	mu     sync.Mutex
 	byKind httpparse.ErrorCounts // parse errors by reason
@@ -83,6 +92,7 @@ func (s *Stats) Snapshot() map[string]uint64 {
 		"requests_pipeline_overflow": s.Overflow.Load(),
 		"conns_evicted":              s.EvictedConns.Load(),
 		"spans_without_kernel_ids":   s.NoKernelCtx.Load(),
+		"spans_unsampled":            s.Unsampled.Load(),
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -334,7 +344,6 @@ func (c *Correlator) newExchange(cn *conn, ev *event.Event, m *httpparse.Message
 		lastTS:  ev.Time,
 		span: spans.Span{
 			SpanID:           c.ids.spanID(),
-			TraceFlags:       1,
 			Kind:             kind,
 			Start:            c.opts.Clock.Wall(m.StartTS),
 			PID:              ev.PID,
@@ -378,6 +387,7 @@ func (c *Correlator) startServer(cn *conn, ev *event.Event, m *httpparse.Message
 // wrong one, which is worse than a split trace.
 func (c *Correlator) noKernelCtx(ex *exchange) {
 	ex.span.TraceID = c.ids.traceID()
+	ex.span.TraceFlags = c.opts.Sampler.Flags(ex.span.TraceID)
 	c.stats.NoKernelCtx.Add(1)
 }
 
@@ -451,6 +461,10 @@ func (c *Correlator) done(ex *exchange) {
 		c.stats.ServerSpans.Add(1)
 	} else {
 		c.stats.ClientSpans.Add(1)
+	}
+	if ex.span.TraceFlags&sampling.FlagSampled == 0 {
+		c.stats.Unsampled.Add(1)
+		return
 	}
 	c.emit(&ex.span)
 }

@@ -254,6 +254,9 @@ const (
 	kprobeVarCgroupLevels            = "cgroup_levels"
 	kprobeVarNoteAllSenders          = "note_all_senders"
 	kprobeVarNotifyExec              = "notify_exec"
+	kprobeVarSampleBound             = "sample_bound"
+	kprobeVarSampleParentBased       = "sample_parent_based"
+	kprobeVarSampleRoot              = "sample_root"
 	kprobeVarSelfPid                 = "self_pid"
 	kprobeVarTraceAll                = "trace_all"
 	kprobeVarUnusedCtxKind           = "unused_ctx_kind"
@@ -386,6 +389,9 @@ type kprobeVariableSpecs struct {
 	CgroupLevels      *ebpf.VariableSpec `ebpf:"cgroup_levels"`
 	NoteAllSenders    *ebpf.VariableSpec `ebpf:"note_all_senders"`
 	NotifyExec        *ebpf.VariableSpec `ebpf:"notify_exec"`
+	SampleBound       *ebpf.VariableSpec `ebpf:"sample_bound"`
+	SampleParentBased *ebpf.VariableSpec `ebpf:"sample_parent_based"`
+	SampleRoot        *ebpf.VariableSpec `ebpf:"sample_root"`
 	SelfPid           *ebpf.VariableSpec `ebpf:"self_pid"`
 	TraceAll          *ebpf.VariableSpec `ebpf:"trace_all"`
 	UnusedCtxKind     *ebpf.VariableSpec `ebpf:"unused_ctx_kind"`
@@ -504,6 +510,9 @@ type kprobeVariables struct {
 	CgroupLevels      *ebpf.Variable `ebpf:"cgroup_levels"`
 	NoteAllSenders    *ebpf.Variable `ebpf:"note_all_senders"`
 	NotifyExec        *ebpf.Variable `ebpf:"notify_exec"`
+	SampleBound       *ebpf.Variable `ebpf:"sample_bound"`
+	SampleParentBased *ebpf.Variable `ebpf:"sample_parent_based"`
+	SampleRoot        *ebpf.Variable `ebpf:"sample_root"`
 	SelfPid           *ebpf.Variable `ebpf:"self_pid"`
 	TraceAll          *ebpf.Variable `ebpf:"trace_all"`
 	UnusedCtxKind     *ebpf.Variable `ebpf:"unused_ctx_kind"`

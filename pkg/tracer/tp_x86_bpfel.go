@@ -324,6 +324,9 @@ const (
 	tpVarCgroupLevels            = "cgroup_levels"
 	tpVarNoteAllSenders          = "note_all_senders"
 	tpVarNotifyExec              = "notify_exec"
+	tpVarSampleBound             = "sample_bound"
+	tpVarSampleParentBased       = "sample_parent_based"
+	tpVarSampleRoot              = "sample_root"
 	tpVarSelfPid                 = "self_pid"
 	tpVarTraceAll                = "trace_all"
 	tpVarUnusedCtxKind           = "unused_ctx_kind"
@@ -466,6 +469,9 @@ type tpVariableSpecs struct {
 	CgroupLevels      *ebpf.VariableSpec `ebpf:"cgroup_levels"`
 	NoteAllSenders    *ebpf.VariableSpec `ebpf:"note_all_senders"`
 	NotifyExec        *ebpf.VariableSpec `ebpf:"notify_exec"`
+	SampleBound       *ebpf.VariableSpec `ebpf:"sample_bound"`
+	SampleParentBased *ebpf.VariableSpec `ebpf:"sample_parent_based"`
+	SampleRoot        *ebpf.VariableSpec `ebpf:"sample_root"`
 	SelfPid           *ebpf.VariableSpec `ebpf:"self_pid"`
 	TraceAll          *ebpf.VariableSpec `ebpf:"trace_all"`
 	UnusedCtxKind     *ebpf.VariableSpec `ebpf:"unused_ctx_kind"`
@@ -580,6 +586,9 @@ type tpVariables struct {
 	CgroupLevels      *ebpf.Variable `ebpf:"cgroup_levels"`
 	NoteAllSenders    *ebpf.Variable `ebpf:"note_all_senders"`
 	NotifyExec        *ebpf.Variable `ebpf:"notify_exec"`
+	SampleBound       *ebpf.Variable `ebpf:"sample_bound"`
+	SampleParentBased *ebpf.Variable `ebpf:"sample_parent_based"`
+	SampleRoot        *ebpf.Variable `ebpf:"sample_root"`
 	SelfPid           *ebpf.Variable `ebpf:"self_pid"`
 	TraceAll          *ebpf.Variable `ebpf:"trace_all"`
 	UnusedCtxKind     *ebpf.Variable `ebpf:"unused_ctx_kind"`

@@ -21,6 +21,7 @@ import (
 	"github.com/weftdev/weft/pkg/event"
 	"github.com/weftdev/weft/pkg/jvmattach"
 	"github.com/weftdev/weft/pkg/kernel"
+	"github.com/weftdev/weft/pkg/sampling"
 )
 
 // MaxCapture is the largest payload prefix an event can carry.
@@ -52,6 +53,10 @@ type Options struct {
 	// OpenTelemetry eBPF profiler looks at <bpffs>/otel/traces_ctx_v1. A map
 	// already pinned there is shared, not replaced. Empty: not pinned.
 	PinTracesCtx string
+	// Sampler decides, where a trace begins or enters a traced process,
+	// whether it is recorded; nil is OpenTelemetry's default,
+	// parentbased_always_on.
+	Sampler *sampling.Sampler
 }
 
 // Cgroup is a cgroup v2 directory by id and depth (the root is level 0).
@@ -110,12 +115,19 @@ func load(opts Options, replace map[string]*ebpf.Map) (*ebpf.Collection, error) 
 	if err != nil {
 		return nil, fmt.Errorf("load %s spec: %w", opts.Path, err)
 	}
+	smp := sampling.Default()
+	if opts.Sampler != nil {
+		smp = *opts.Sampler
+	}
 	vars := map[string]any{
-		"capture_max":   uint32(opts.CaptureBytes),
-		"self_pid":      opts.SelfPID,
-		"trace_all":     boolByte(opts.TraceAll),
-		"notify_exec":   boolByte(opts.NotifyExec),
-		"cgroup_levels": cgroupLevels(opts.Cgroups),
+		"capture_max":         uint32(opts.CaptureBytes),
+		"self_pid":            opts.SelfPID,
+		"trace_all":           boolByte(opts.TraceAll),
+		"notify_exec":         boolByte(opts.NotifyExec),
+		"cgroup_levels":       cgroupLevels(opts.Cgroups),
+		"sample_root":         uint8(smp.Root),
+		"sample_parent_based": boolByte(smp.ParentBased),
+		"sample_bound":        smp.Bound,
 		// sockops that cannot tell the process take every connection
 		"note_all_senders": boolByte(!SockopsKnowsProcess()),
 	}

@@ -35,7 +35,7 @@ var (
 	chainKA   = flag.Bool("chain-keepalive", false, "with -chain: the front keeps one backend connection per thread instead of one per call")
 	goChain   = flag.Bool("go-chain", false, "load a Go net/http chain: test/e2e/testdata/goasync's /req (waits 0-10 ms, calls the backend with net/http's client)")
 	nodeChain = flag.Bool("node-chain", false, "load a Node.js chain: test/e2e/testdata/nodeasync's /req (waits 0-10 ms, calls the backend with http.get through a keep-alive agent), weft's companion loaded by NODE_OPTIONS in every mode")
-	modes     = flag.String("modes", "off,on", "weft configurations, alternating: off, on, noprop (weft with --propagation=off), nohooks (weft with --runtime-hooks=off), floor (-send-cost only: no weft, the sender's connections in a pass-through sockhash), prof<Hz> (on, profiling at Hz)")
+	modes     = flag.String("modes", "off,on", "weft configurations, alternating: off, on, noprop (weft with --propagation=off), nohooks (weft with --runtime-hooks=off), floor (-send-cost only: no weft, the sender's connections in a pass-through sockhash), prof<Hz> (on, profiling at Hz), ratio<R> (on, sampling traces at ratio R)")
 )
 
 // rotated is order started at its i-th mode: over rounds, every mode runs
@@ -155,6 +155,7 @@ func main() {
 	}
 	report(runs, order)
 	reportProfiling(runs, order)
+	reportSampling(runs, order)
 }
 
 // startWeft starts weft in a traced mode (on, noprop, prof<Hz>) on pids,
@@ -176,7 +177,8 @@ func startWeft(mode string, pids []int, otlp string, pre ...string) (*exec.Cmd, 
 	args := append(pre, *weftBin, "run", "--probes=auto", "--pid="+strings.Join(ps, ","), "--propagation="+prop,
 		"--runtime-hooks="+hooks,
 		"--metrics-addr=127.0.0.1:"+strconv.Itoa(port), "--stats-interval=0", "--otlp-endpoint="+otlp, "--otlp-insecure")
-	w := exec.Command(args[0], append(args[1:], profileArgs(mode)...)...)
+	args = append(args, profileArgs(mode)...)
+	w := exec.Command(args[0], append(args[1:], samplerArgs(mode)...)...)
 	check(w.Start())
 	waitHTTP(metrics)
 	return w, metrics
@@ -508,6 +510,7 @@ func report(runs []run, order []string) {
 		}
 		paired("server CPU per request", cpuPerReq)
 		paired("latency p50", p50)
+		paired("weft's own CPU per request", weftPerReq)
 	}
 	var rssMax, lost, spans, reqs uint64
 	for _, r := range on {

@@ -22,6 +22,19 @@ func load(t *testing.T, url string, n, concurrency int) {
 // this (untraced) process, and fails the test if any request fails.
 func loadEach(t *testing.T, urlOf func(i int64) string, n, concurrency int) {
 	t.Helper()
+	loadRequests(t, func(i int64) *http.Request {
+		req, err := http.NewRequest(http.MethodGet, urlOf(i), nil)
+		if err != nil {
+			panic(err) // the test's own URLs
+		}
+		return req
+	}, n, concurrency)
+}
+
+// loadRequests sends reqOf(i) for i = 1..n at the given concurrency from
+// this (untraced) process, and fails the test if any request fails.
+func loadRequests(t *testing.T, reqOf func(i int64) *http.Request, n, concurrency int) {
+	t.Helper()
 	tr := &http.Transport{MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
@@ -37,7 +50,7 @@ func loadEach(t *testing.T, urlOf func(i int64) string, n, concurrency int) {
 				if i > int64(n) {
 					return
 				}
-				resp, err := client.Get(urlOf(i))
+				resp, err := client.Do(reqOf(i))
 				if err != nil {
 					failed.Add(1)
 					firstErr.CompareAndSwap(nil, err.Error())

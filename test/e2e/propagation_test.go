@@ -23,20 +23,22 @@ type chain struct {
 	middleURL           string // the middle's /call
 }
 
-func startChain(t *testing.T) chain {
+// startChain starts the three services, env added to each one's
+// environment.
+func startChain(t *testing.T, env ...string) chain {
 	t.Helper()
 	if _, err := exec.LookPath("java"); err != nil {
 		t.Fatal("java not found: the propagation chain needs a JDK")
 	}
 	dir := filepath.Join(repoRoot(), "test", "e2e", "testdata")
 	leafCmd := exec.Command("java", filepath.Join(dir, "Leaf.java"))
-	leafCmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME=leaf")
+	leafCmd.Env = append(os.Environ(), append([]string{"OTEL_SERVICE_NAME=leaf"}, env...)...)
 	leaf, leafAddr := startListener(t, leafCmd)
 	midCmd := exec.Command("python3", filepath.Join(dir, "chain.py"), "http://"+leafAddr+"/work")
-	midCmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME=middle")
+	midCmd.Env = append(os.Environ(), append([]string{"OTEL_SERVICE_NAME=middle"}, env...)...)
 	middle, midAddr := startListener(t, midCmd)
 	frontCmd := exec.Command(bins.websr, "-mode=thread", "-downstream="+midAddr, "-downstream-path=/call")
-	frontCmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME=front")
+	frontCmd.Env = append(os.Environ(), append([]string{"OTEL_SERVICE_NAME=front"}, env...)...)
 	front, frontAddr := startListener(t, frontCmd)
 	return chain{front: front, middle: middle, leaf: leaf, url: "http://" + frontAddr + "/call", middleURL: "http://" + midAddr + "/call"}
 }

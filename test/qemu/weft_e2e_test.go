@@ -15,7 +15,7 @@ import (
 var guestTests = []string{"TestGoNetHTTPServer", "TestParentChildOnSameThread", "TestBadInput",
 	"TestInjectionKeepsRequestsValid", "TestInjectionLeavesTLSAlone", "TestInjectionLargeBodies",
 	"TestMountProtocolInterop", "TestTraceparentAfterSplitHead", "TestInjectedRequestIsOneSegment",
-	"TestGoAsyncParents", "TestNginxParents"}
+	"TestGoAsyncParents", "TestNginxParents", "TestSamplingTraceIDRatio"}
 
 // guestNginx is Debian's nginx with the loader and libraries it links, and
 // the accounts its workers switch to.

@@ -5,9 +5,13 @@ from a thread the handling thread creates, and both answer with the status
 they got; any other path answers 200. Prints its port.
 """
 import http.server
+import os
 import sys
 import threading
 import urllib.request
+
+# Tests that check what weft injected read every request's traceparent.
+LOG_TRACEPARENT = os.environ.get("LOG_TRACEPARENT") == "1"
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -15,6 +19,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
     downstream = ""
 
     def do_GET(self):
+        if LOG_TRACEPARENT:
+            # One write per line: print's pieces interleave across threads.
+            sys.stderr.write("traceparent %s\n" % self.headers.get("traceparent"))
+            sys.stderr.flush()
         status, body = 200, b"ok\n"
         if self.path.startswith("/call") and self.downstream:
             body = self.call()
