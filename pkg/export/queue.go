@@ -29,21 +29,24 @@ const dropLogInterval = 10 * time.Second
 
 // queue is the span processor shared by all tracer providers. It replaces
 // sdktrace's BatchSpanProcessor because that one drops silently, while weft
-// must count every span it loses. Enqueueing never blocks: a full queue drops.
+// must count every span it loses. Enqueueing never blocks: a full queue
+// drops. Nor does it wake the worker, but for a full batch: a wake-up per
+// span would cost more than the span at low rates.
 type queue struct {
 	cfg   queueConfig
 	out   sender
 	stats *counters
 	log   *slog.Logger
 
-	// mu orders enqueue against shutdown so that no span is added after
-	// the final drain and left uncounted.
-	mu     sync.RWMutex
-	closed bool
+	// mu guards pending, and orders enqueue against shutdown so that no
+	// span is added after the final drain and left uncounted.
+	mu      sync.Mutex
+	closed  bool
+	pending []sdktrace.ReadOnlySpan // at most cfg.size
 
-	spans chan sdktrace.ReadOnlySpan
-	stop  chan struct{}
-	done  chan struct{}
+	full chan struct{} // a batch is pending (capacity 1)
+	stop chan struct{}
+	done chan struct{}
 	// runCtx is cancelled when the shutdown deadline passes, aborting the
 	// export in flight.
 	runCtx    context.Context
@@ -62,7 +65,7 @@ func newQueue(cfg queueConfig, out sender, stats *counters, log *slog.Logger) *q
 		out:       out,
 		stats:     stats,
 		log:       log,
-		spans:     make(chan sdktrace.ReadOnlySpan, cfg.size),
+		full:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 		runCtx:    ctx,
@@ -73,19 +76,35 @@ func newQueue(cfg queueConfig, out sender, stats *counters, log *slog.Logger) *q
 }
 
 func (q *queue) enqueue(s sdktrace.ReadOnlySpan) {
-	q.mu.RLock()
-	defer q.mu.RUnlock()
-	if q.closed {
+	q.mu.Lock()
+	if q.closed || len(q.pending) >= q.cfg.size {
+		q.mu.Unlock()
 		q.stats.dropped.Add(1)
 		return
 	}
+	q.pending = append(q.pending, s)
 	q.stats.queued.Add(1)
-	select {
-	case q.spans <- s:
-	default:
-		q.stats.queued.Add(-1)
-		q.stats.dropped.Add(1)
+	ready := len(q.pending) >= q.cfg.maxBatch
+	q.mu.Unlock()
+	if ready {
+		select {
+		case q.full <- struct{}{}:
+		default: // signalled already
+		}
 	}
+}
+
+// take moves up to a batch of the oldest pending spans into buf, so that
+// the spans held, waiting or being sent, stay within size + maxBatch.
+func (q *queue) take(buf []sdktrace.ReadOnlySpan) []sdktrace.ReadOnlySpan {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := min(len(q.pending), q.cfg.maxBatch)
+	buf = append(buf[:0], q.pending[:n]...)
+	rest := copy(q.pending, q.pending[n:])
+	clear(q.pending[rest:])
+	q.pending = q.pending[:rest]
+	return buf
 }
 
 // shutdown exports what is queued within ctx, counts the rest as dropped and
@@ -122,58 +141,39 @@ func (q *queue) run() {
 	defer ticker.Stop()
 	batch := make([]sdktrace.ReadOnlySpan, 0, q.cfg.maxBatch)
 	for {
-		// Shutdown takes priority over queued spans, so that after its
-		// deadline the rest is dropped rather than attempted.
 		select {
 		case <-q.stop:
-			q.drain(batch)
+			q.exportPending(batch)
 			q.logDrops()
 			return
-		default:
-		}
-		select {
-		case s := <-q.spans:
-			batch = append(batch, s)
-			if len(batch) >= q.cfg.maxBatch {
-				batch = q.export(batch)
-			}
+		case <-q.full:
 		case <-ticker.C:
-			if len(batch) > 0 {
-				batch = q.export(batch)
-			}
 			q.logDrops()
-		case <-q.stop:
-			q.drain(batch)
-			q.logDrops()
-			return
 		}
+		q.exportPending(batch)
 	}
 }
 
-// drain exports everything still queued. Once the shutdown deadline has
-// passed the remainder is counted as dropped: it was never attempted.
-func (q *queue) drain(batch []sdktrace.ReadOnlySpan) {
+// exportPending exports the pending spans, a batch at a time. Once the
+// shutdown deadline has passed the rest is counted as dropped: it was never
+// attempted.
+func (q *queue) exportPending(batch []sdktrace.ReadOnlySpan) {
 	for {
-		for len(batch) < q.cfg.maxBatch && len(q.spans) > 0 {
-			batch = append(batch, <-q.spans)
-		}
+		batch = q.take(batch)
 		if len(batch) == 0 {
 			return
 		}
 		if q.runCtx.Err() != nil {
-			n := len(batch) + len(q.spans)
-			for len(q.spans) > 0 {
-				<-q.spans
-			}
-			q.stats.queued.Add(-int64(n))
-			q.stats.dropped.Add(uint64(n))
-			return
+			q.stats.queued.Add(-int64(len(batch)))
+			q.stats.dropped.Add(uint64(len(batch)))
+		} else {
+			q.export(batch)
 		}
-		batch = q.export(batch)
+		clear(batch) // drop references so exported spans can be collected
 	}
 }
 
-func (q *queue) export(batch []sdktrace.ReadOnlySpan) []sdktrace.ReadOnlySpan {
+func (q *queue) export(batch []sdktrace.ReadOnlySpan) {
 	n := len(batch)
 	accepted, err := q.out.send(q.runCtx, batch)
 	accepted = max(0, min(accepted, n))
@@ -188,10 +188,6 @@ func (q *queue) export(batch []sdktrace.ReadOnlySpan) []sdktrace.ReadOnlySpan {
 		q.failing = false
 		q.log.Info("span export recovered")
 	}
-	// Drop references so exported spans can be collected before the
-	// slice is refilled.
-	clear(batch)
-	return batch[:0]
 }
 
 func (q *queue) logDrops() {
