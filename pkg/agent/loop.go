@@ -30,7 +30,9 @@ type loop struct {
 	// onGone, when set, is told of each process that exited or exec'd.
 	onGone     func(pid uint32)
 	eventsRead atomic.Uint64
-	kstats     atomic.Pointer[tracer.Stats]
+	// kstats are the kernel counters last read, for a snapshot taken
+	// after the tracer closed (the final log line).
+	kstats atomic.Pointer[tracer.Stats]
 }
 
 // drainEvery is how often the ring buffer is drained: the kernel side
@@ -43,28 +45,31 @@ func (l *loop) run(ctx context.Context, rescan bool) error {
 	next := time.Now().Add(tick)
 	lastRescan := time.Now()
 	for {
-		l.tr.SetDeadline(time.Now().Add(drainEvery))
+		// One clock read per event; housekeeping once per tick, not at
+		// every drain of an idle buffer.
+		now := time.Now()
+		l.tr.SetDeadline(now.Add(drainEvery))
 		err := l.tr.Read(&ev)
 		switch {
 		case err == nil:
 			l.eventsRead.Add(1)
 			l.handle(&ev)
-			if time.Now().Before(next) {
-				continue
-			}
 		case errors.Is(err, os.ErrDeadlineExceeded):
+			if ctx.Err() != nil {
+				return nil
+			}
 		default:
 			return err
+		}
+		if now.Before(next) {
+			continue
 		}
 		if ctx.Err() != nil {
 			return nil
 		}
-		next = time.Now().Add(tick)
+		next = now.Add(tick)
 		l.clock.Refresh()
 		l.corr.Expire(correlate.Monotonic())
-		if s, err := l.tr.Stats(); err == nil {
-			l.kstats.Store(&s)
-		}
 		if rescan && time.Since(lastRescan) >= 2*time.Second {
 			_ = l.sel.Sync()
 			lastRescan = time.Now()
@@ -106,6 +111,11 @@ func (l *loop) handle(ev *event.Event) {
 
 func (l *loop) snapshot() map[string]uint64 {
 	out := map[string]uint64{"events_read": l.eventsRead.Load()}
+	// Read when asked: a per-CPU map read per counter is too dear for
+	// every tick of an idle loop.
+	if s, err := l.tr.Stats(); err == nil {
+		l.kstats.Store(&s)
+	}
 	if s := l.kstats.Load(); s != nil {
 		out["kernel_events"] = s.Events
 		out["events_lost"] = s.Lost()
