@@ -107,6 +107,7 @@ func (s *Stats) Snapshot() map[string]uint64 {
 // exchange is one request waiting for its response.
 type exchange struct {
 	span    spans.Span
+	target  string // the request target, for describe
 	startTS uint64 // kernel (monotonic) time of Span.Start
 	lastTS  uint64
 }
@@ -338,10 +339,10 @@ func (c *Correlator) message(cn *conn, ev *event.Event, m *httpparse.Message) {
 }
 
 func (c *Correlator) newExchange(cn *conn, ev *event.Event, m *httpparse.Message, kind spans.Kind) *exchange {
-	path, query := httpparse.SplitTarget(m.Target)
-	ex := &exchange{
+	return &exchange{
 		startTS: m.StartTS,
 		lastTS:  ev.Time,
+		target:  m.Target,
 		span: spans.Span{
 			SpanID:           c.ids.spanID(),
 			Kind:             kind,
@@ -349,8 +350,6 @@ func (c *Correlator) newExchange(cn *conn, ev *event.Event, m *httpparse.Message
 			PID:              ev.PID,
 			TID:              ev.TID,
 			Method:           m.Method,
-			Path:             path,
-			Route:            Route(path),
 			Host:             m.Host,
 			UserAgent:        m.UserAgent,
 			Proto:            protoVersion(m),
@@ -360,11 +359,19 @@ func (c *Correlator) newExchange(cn *conn, ev *event.Event, m *httpparse.Message
 			ResponseBodySize: -1,
 		},
 	}
+}
+
+// describe names the span of a sampled exchange from its request target,
+// once it is done: the sampling decision may change until then (a
+// traceparent found after the head began), and an unsampled exchange is
+// only counted, so it is spared the work.
+func (c *Correlator) describe(ex *exchange) {
+	path, query := httpparse.SplitTarget(ex.target)
+	ex.span.Path, ex.span.Route = path, Route(path)
 	if c.opts.KeepQuery {
 		ex.span.Query = query
 	}
-	ex.span.Name = spanName(m.Method, ex.span.Route)
-	return ex
+	ex.span.Name = spanName(ex.span.Method, ex.span.Route)
 }
 
 func (c *Correlator) startServer(cn *conn, ev *event.Event, m *httpparse.Message) {
@@ -466,6 +473,7 @@ func (c *Correlator) done(ex *exchange) {
 		c.stats.Unsampled.Add(1)
 		return
 	}
+	c.describe(ex)
 	c.emit(&ex.span)
 }
 

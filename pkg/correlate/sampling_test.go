@@ -47,3 +47,27 @@ func TestNoKernelCtxFollowsSampler(t *testing.T) {
 		}
 	}
 }
+
+// The kernel decided "not sampled" at the head's first segment, then found
+// a sampled traceparent in the next: the span is exported, fully named.
+func TestUnsampledSpanJoiningSampledTrace(t *testing.T) {
+	r := newRec(t, Options{})
+	first := &event.Event{Kind: event.KindData, ConnID: 1, PID: 10, TID: 11, Key: 11, Dir: event.Ingress, Time: 1 * ms,
+		Payload: []byte("GET /hello?x=1 HTTP/1.1\r\n"), Local: srvAddr, Remote: cliAddr,
+		Ctx: event.CtxServer, TraceID: [16]byte{1}, SpanID: [8]byte{9}, TraceFlags: 0}
+	first.Bytes = uint32(len(first.Payload))
+	r.c.Handle(first)
+	more := &event.Event{Kind: event.KindData, ConnID: 1, PID: 10, TID: 11, Key: 11, Dir: event.Ingress, Time: 1 * ms,
+		Payload: []byte("traceparent: 00-04040000000000000000000000000000-0500000000000000-01\r\nHost: x\r\n\r\n"),
+		Local:   srvAddr, Remote: cliAddr,
+		Ctx: event.CtxServerCont, TraceID: [16]byte{4, 4}, SpanID: [8]byte{9}, ParentID: [8]byte{5}, TraceFlags: 1}
+	more.Bytes = uint32(len(more.Payload))
+	r.c.Handle(more)
+	r.data(1, 10, 11, event.Egress, 4*ms, ok200)
+	if len(r.spans) != 1 {
+		t.Fatalf("got %d spans", len(r.spans))
+	}
+	if s := r.spans[0]; s.TraceID != ([16]byte{4, 4}) || s.Name != "GET /hello" || s.Path != "/hello" || s.Host != "x" {
+		t.Errorf("span %+v: want it in the incoming trace, named GET /hello", s)
+	}
+}
