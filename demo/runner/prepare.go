@@ -1,29 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/weftdev/weft/test/jaeger"
 )
 
-// Jaeger is built from the Go module proxy at this version: no Docker, no
-// download of a release archive, and the same build on every machine.
-const (
-	jaegerModule  = "github.com/jaegertracing/jaeger"
-	jaegerVersion = "v1.76.0"
-)
-
-// jaegerBin is where the built Jaeger is kept; the version in the name
-// makes a re-run reuse it and a version bump rebuild it.
-func (d *demo) jaegerBin() string {
-	return filepath.Join(d.opts.root, ".cache", "bin", "jaeger-"+jaegerVersion)
-}
+// jaegerBin is where the built Jaeger is kept.
+func (d *demo) jaegerBin() string { return jaeger.Path(d.opts.root) }
 
 func (d *demo) agentJar() string {
 	return filepath.Join(d.opts.root, "pkg", "javaagent", "weft-agent.jar")
@@ -67,52 +57,19 @@ func (d *demo) step(ctx context.Context, what, name string, args ...string) erro
 	return nil
 }
 
-// buildJaeger builds Jaeger's all-in-one binary unless it is there.
-// `go install module/cmd/jaeger@version` refuses modules with replace
-// directives, as Jaeger's has, so the module is downloaded and built in
-// place (the module cache is read-only; go build only reads it).
+// buildJaeger builds Jaeger unless it is there (test/jaeger).
 func (d *demo) buildJaeger(ctx context.Context) error {
 	out := d.jaegerBin()
 	if _, err := os.Stat(out); err == nil {
-		d.log.Info("prepared Jaeger "+jaegerVersion, "binary", d.rel(out), "reused", true)
+		d.log.Info("prepared Jaeger "+jaeger.Version, "binary", d.rel(out), "reused", true)
 		return nil
 	}
-	d.log.Info("building Jaeger " + jaegerVersion + " from the Go module proxy; once, it takes several minutes")
+	d.log.Info("building Jaeger " + jaeger.Version + " from the Go module proxy; once, it takes several minutes")
 	began := time.Now()
-	// Outside weft's module, so that weft's go.mod and go.sum stay untouched.
-	dl := exec.CommandContext(ctx, "go", "mod", "download", "-json", jaegerModule+"@"+jaegerVersion)
-	dl.Dir = os.TempDir()
-	dl.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
-	var stderr bytes.Buffer
-	dl.Stderr = &stderr
-	b, err := dl.Output()
-	if err != nil {
-		return fmt.Errorf("download %s@%s: %w\n%s", jaegerModule, jaegerVersion, err, stderr.Bytes())
+	if _, err := jaeger.Build(ctx, d.opts.root); err != nil {
+		return err
 	}
-	var mod struct{ Dir, Error string }
-	if err := json.Unmarshal(b, &mod); err != nil {
-		return fmt.Errorf("download %s@%s: read go mod download's answer: %w", jaegerModule, jaegerVersion, err)
-	}
-	if mod.Error != "" || mod.Dir == "" {
-		return fmt.Errorf("download %s@%s: %s", jaegerModule, jaegerVersion, mod.Error)
-	}
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return fmt.Errorf("build Jaeger: %w", err)
-	}
-	tmp := out + ".partial"
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", tmp, "./cmd/jaeger")
-	build.Dir = mod.Dir
-	// Jaeger's own go.mod and go.sum decide its dependencies; a GOFLAGS of
-	// the caller's such as -mod=vendor would not apply there.
-	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly", "CGO_ENABLED=0")
-	if b, err := build.CombinedOutput(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("build Jaeger in %s: %w\n%s", mod.Dir, err, b)
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		return fmt.Errorf("build Jaeger: %w", err)
-	}
-	d.log.Info("built Jaeger "+jaegerVersion, "binary", d.rel(out), "took", time.Since(began).Round(time.Second))
+	d.log.Info("built Jaeger "+jaeger.Version, "binary", d.rel(out), "took", time.Since(began).Round(time.Second))
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/weftdev/weft/pkg/config"
 	"github.com/weftdev/weft/pkg/correlate"
 	"github.com/weftdev/weft/pkg/export"
+	"github.com/weftdev/weft/pkg/export/otlptls"
 	"github.com/weftdev/weft/pkg/javaagent"
 	"github.com/weftdev/weft/pkg/kernel"
 	"github.com/weftdev/weft/pkg/metrics"
@@ -41,6 +42,16 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 	for _, cg := range sel.Cgroups() {
 		cgroups = append(cgroups, tracer.Cgroup{ID: cg.ID, Level: cg.Level})
 	}
+	// The exporter first: a bad certificate file stops weft before any
+	// program is loaded.
+	resolver, err := procinfo.NewResolver(procinfo.Config{Version: version})
+	if err != nil {
+		return fmt.Errorf("process resolver: %w", err)
+	}
+	exp, err := newExporter(ctx, cfg, resolver, version)
+	if err != nil {
+		return err
+	}
 	sampler := cfg.Sampler.Parsed()
 	tr, err := tracer.Open(tracer.Options{
 		Path:         path,
@@ -55,22 +66,14 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 		Sampler:      &sampler,
 	})
 	if err != nil {
-		return err
+		return errors.Join(err, exp.Shutdown(ctx))
 	}
 	defer tr.Close()
 	sel.SetFilter(tr)
 	if err := sel.Sync(); err != nil {
-		return fmt.Errorf("select processes: %w", err)
+		return errors.Join(fmt.Errorf("select processes: %w", err), exp.Shutdown(ctx))
 	}
 
-	resolver, err := procinfo.NewResolver(procinfo.Config{Version: version})
-	if err != nil {
-		return fmt.Errorf("process resolver: %w", err)
-	}
-	exp, err := newExporter(ctx, cfg, resolver, version)
-	if err != nil {
-		return err
-	}
 	var prof *profiling
 	if cfg.Profile.On() {
 		// Spans go through the profiler on their way out, to learn
@@ -133,7 +136,7 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 
 	done := make(chan error, 1)
 	go func() { done <- loop.run(ctx, sel.NeedsRescan()) }()
-	log.Info("weft running", "path", path, "select_all", cfg.Select.All(), "otlp", cfg.OTLP.Endpoint, "sampler", sampler.String())
+	log.Info("weft running", "path", path, "select_all", cfg.Select.All(), "sampler", sampler.String())
 
 	var statsC <-chan time.Time
 	if cfg.StatsInterval > 0 {
@@ -176,20 +179,34 @@ wait:
 }
 
 func newExporter(ctx context.Context, cfg config.Config, r *procinfo.Resolver, version string) (export.Exporter, error) {
-	if cfg.OTLP.Endpoint == "" {
+	if !cfg.OTLP.Enabled() {
 		return export.NewConsole(os.Stdout, r), nil
 	}
-	exp, err := export.NewOTLP(ctx, export.OTLPConfig{
-		Endpoint: cfg.OTLP.Endpoint,
-		Headers:  cfg.OTLP.Headers,
-		Insecure: cfg.OTLP.Insecure,
-		Timeout:  cfg.OTLP.Timeout,
-		Version:  version,
-	}, r)
+	t, err := cfg.OTLP.Target()
 	if err != nil {
 		return nil, fmt.Errorf("otlp exporter: %w", err)
 	}
+	exp, err := export.NewOTLP(ctx, export.OTLPConfig{
+		Protocol:    t.Protocol,
+		Endpoint:    t.Endpoint,
+		Headers:     cfg.OTLP.Headers,
+		Insecure:    cfg.OTLP.Insecure,
+		Timeout:     cfg.OTLP.Timeout,
+		Compression: cfg.OTLP.Compression,
+		TLS:         otlpTLS(cfg.OTLP),
+		Version:     version,
+	}, r)
+	if err != nil {
+		return nil, err // "create otlp exporter: ..." says what failed
+	}
+	slog.Info("exporting spans over OTLP", "component", "export", "protocol", t.Protocol, "why", t.Why,
+		"endpoint", t.Endpoint, "compression", cfg.OTLP.Compression)
 	return exp, nil
+}
+
+// otlpTLS names the certificate files of the OTLP settings.
+func otlpTLS(o config.OTLP) otlptls.Files {
+	return otlptls.Files{Certificate: o.Certificate, ClientCertificate: o.ClientCertificate, ClientKey: o.ClientKey}
 }
 
 func exporterSnapshot(s export.Stats) map[string]uint64 {

@@ -20,15 +20,17 @@ type otlpProfiles struct {
 }
 
 // newProfileSink returns the OTLP profiles export, or nil when none is
-// configured. TLS and headers are the trace export's.
+// configured. TLS, headers and compression are the trace export's.
 func newProfileSink(cfg config.Config, resolver *procinfo.Resolver, version string) (profileSink, error) {
 	if cfg.Profile.OTLPEndpoint == "" {
 		return nil, nil
 	}
 	c, err := otlpprofile.New(otlpprofile.Config{
-		Endpoint: cfg.Profile.OTLPEndpoint,
-		Insecure: cfg.OTLP.Insecure,
-		Headers:  cfg.OTLP.Headers,
+		Endpoint:    cfg.Profile.OTLPEndpoint,
+		Insecure:    cfg.OTLP.Insecure,
+		Headers:     cfg.OTLP.Headers,
+		Compression: cfg.OTLP.Compression,
+		TLS:         otlpTLS(cfg.OTLP),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("profile.otlp_endpoint: %w", err)

@@ -79,15 +79,6 @@ func (s Select) All() bool {
 	return len(s.PIDs) == 0 && len(s.Ports) == 0 && s.Exe == "" && len(s.Cgroups) == 0 && len(s.Containers) == 0
 }
 
-// OTLP is the trace export target. An empty endpoint prints spans to the
-// terminal instead.
-type OTLP struct {
-	Endpoint string            `yaml:"endpoint"`
-	Headers  map[string]string `yaml:"headers"`
-	Insecure bool              `yaml:"insecure"`
-	Timeout  time.Duration     `yaml:"timeout"`
-}
-
 // Default returns the settings used when nothing else is said.
 func Default() Config {
 	return Config{
@@ -100,7 +91,7 @@ func Default() Config {
 		RequestTimeout: 2 * time.Minute,
 		StatsInterval:  time.Minute,
 		LogLevel:       "info",
-		OTLP:           OTLP{Timeout: 10 * time.Second},
+		OTLP:           defaultOTLP(),
 		Profile:        defaultProfile(),
 		Sampler:        Sampler{Name: "parentbased_always_on"},
 	}
@@ -148,6 +139,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RequestTimeout <= 0 {
 		return errors.New("request_timeout must be positive")
+	}
+	if err := c.OTLP.validate(); err != nil {
+		return err
 	}
 	if err := c.Profile.validate(); err != nil {
 		return err

@@ -19,17 +19,15 @@ type Flags struct {
 	exe          string
 	cgroups      []string
 	containers   []string
-	endpoint     string
-	headers      string
 	javaAgent    string
 	nodeAgent    string
 	javaArgs     string
-	insecure     bool
 	reqTimeout   time.Duration
 	keepQuery    bool
 	metricsAddr  string
 	statsEvery   time.Duration
 	logLevel     string
+	otlp         otlpFlags
 	profile      profileFlags
 	sampler      samplerFlags
 }
@@ -57,9 +55,7 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 		f.containers = append(f.containers, splitList(v)...)
 		return nil
 	})
-	fs.StringVar(&f.endpoint, "otlp-endpoint", "", "OTLP/gRPC endpoint (default: print spans to the terminal)")
-	fs.StringVar(&f.headers, "otlp-headers", "", "OTLP headers, k=v,k2=v2")
-	fs.BoolVar(&f.insecure, "otlp-insecure", false, "OTLP without TLS")
+	f.otlp.register(fs, d.OTLP)
 	fs.DurationVar(&f.reqTimeout, "request-timeout", d.RequestTimeout, "end requests that got no answer after this long")
 	fs.BoolVar(&f.keepQuery, "keep-query", false, "export url.query")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve self-metrics on this address, e.g. 127.0.0.1:9464")
@@ -101,12 +97,6 @@ func (f *Flags) apply(c *Config, fs *flag.FlagSet) error {
 			c.Select.Cgroups = f.cgroups
 		case "container":
 			c.Select.Containers = f.containers
-		case "otlp-endpoint":
-			c.OTLP.Endpoint = f.endpoint
-		case "otlp-headers":
-			c.OTLP.Headers, err = ParseHeaders(f.headers)
-		case "otlp-insecure":
-			c.OTLP.Insecure = f.insecure
 		case "request-timeout":
 			c.RequestTimeout = f.reqTimeout
 		case "keep-query":
@@ -119,6 +109,7 @@ func (f *Flags) apply(c *Config, fs *flag.FlagSet) error {
 			c.LogLevel = f.logLevel
 		default:
 			f.profile.apply(&c.Profile, fl.Name)
+			err = f.otlp.apply(&c.OTLP, fl.Name)
 			f.sampler.apply(&c.Sampler, fl.Name)
 		}
 		if err != nil {

@@ -45,43 +45,8 @@ func Load(path string, getenv func(string) string, fs *flag.FlagSet, fl *Flags) 
 // applyEnv reads the OpenTelemetry variables where the specification has
 // one, WEFT_* otherwise.
 func applyEnv(c *Config, getenv func(string) string) error {
-	if v := getenv("OTEL_EXPORTER_OTLP_ENDPOINT"); v != "" {
-		c.OTLP.Endpoint = v
-	}
-	if v := getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"); v != "" {
-		c.OTLP.Endpoint = v
-	}
-	for _, name := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
-		if v := getenv(name); v != "" {
-			h, err := ParseHeaders(v)
-			if err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			if c.OTLP.Headers == nil {
-				c.OTLP.Headers = map[string]string{}
-			}
-			for k, val := range h {
-				c.OTLP.Headers[k] = val
-			}
-		}
-	}
-	for _, name := range []string{"OTEL_EXPORTER_OTLP_INSECURE", "OTEL_EXPORTER_OTLP_TRACES_INSECURE"} {
-		if v := getenv(name); v != "" {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			c.OTLP.Insecure = b
-		}
-	}
-	for _, name := range []string{"OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT"} {
-		if v := getenv(name); v != "" {
-			ms, err := strconv.Atoi(v) // milliseconds, per the specification
-			if err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			c.OTLP.Timeout = time.Duration(ms) * time.Millisecond
-		}
+	if err := applyOTLPEnv(&c.OTLP, getenv); err != nil {
+		return err
 	}
 	var err error
 	set := func(name string, f func(string) error) {

@@ -8,13 +8,14 @@ import (
 
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weftdev/weft/pkg/spans"
 )
 
-// OTLP exports spans over OTLP/gRPC through the OpenTelemetry SDK, keeping
-// the ids, timestamps and parentage weft decided.
+// OTLP exports spans over OTLP/gRPC or OTLP/HTTP through the OpenTelemetry
+// SDK, keeping the ids, timestamps and parentage weft decided.
 type OTLP struct {
 	resolver Resolver
 	tracers  *tracers
@@ -30,11 +31,13 @@ func NewOTLP(ctx context.Context, cfg OTLPConfig, resolver Resolver) (*OTLP, err
 	if resolver == nil {
 		return nil, errors.New("create otlp exporter: nil resolver")
 	}
+	if cfg.Endpoint == "" {
+		return nil, errors.New("create otlp exporter: no endpoint")
+	}
 	cfg = cfg.withDefaults()
 	log := slog.With("component", "export")
 
-	outcome := &rpcOutcome{}
-	exp, err := otlptracegrpc.New(ctx, cfg.clientOptions(outcome)...)
+	out, err := newSender(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create otlp exporter: %w", err)
 	}
@@ -43,12 +46,45 @@ func NewOTLP(ctx context.Context, cfg OTLPConfig, resolver Resolver) (*OTLP, err
 		size:         cfg.QueueSize,
 		maxBatch:     cfg.MaxBatchSize,
 		batchTimeout: cfg.BatchTimeout,
-	}, &otlpSender{exp: exp, outcome: outcome}, &o.stats, log)
+	}, out, &o.stats, log)
 	o.tracers, err = newTracers(providerHook{q: o.queue}, cfg.Version)
 	if err != nil {
 		return nil, errors.Join(err, o.queue.shutdown(ctx))
 	}
 	return o, nil
+}
+
+// newSender makes the SDK exporter of cfg.Protocol. Certificate files are
+// loaded here, so that a bad one stops weft at start-up.
+func newSender(ctx context.Context, cfg OTLPConfig) (sender, error) {
+	tlsCfg, err := cfg.TLS.Config()
+	if err != nil {
+		return nil, err
+	}
+	outcome := &rpcOutcome{}
+	switch cfg.Protocol {
+	case "", ProtocolGRPC:
+		opts, err := cfg.grpcOptions(tlsCfg, outcome)
+		if err != nil {
+			return nil, err
+		}
+		exp, err := otlptracegrpc.New(ctx, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return &otlpSender{exp: exp, outcome: outcome}, nil
+	case ProtocolHTTPProtobuf:
+		opts, err := cfg.httpOptions(tlsCfg, outcome)
+		if err != nil {
+			return nil, err
+		}
+		exp, err := otlptracehttp.New(ctx, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return &httpSender{otlpSender: otlpSender{exp: exp, outcome: outcome}, timeout: cfg.Timeout}, nil
+	}
+	return nil, fmt.Errorf("otlp protocol %q: want %s or %s", cfg.Protocol, ProtocolGRPC, ProtocolHTTPProtobuf)
 }
 
 // Export records s through the SDK and queues it; it never blocks on the

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/weftdev/weft/pkg/export/otlptest"
 	"github.com/weftdev/weft/pkg/procinfo"
@@ -13,20 +12,22 @@ import (
 
 var _ Resolver = (*procinfo.Resolver)(nil)
 
-func TestOTLPHonoursEnvironment(t *testing.T) {
+// weft's configuration reads the OTEL_EXPORTER_OTLP_* variables in its
+// own precedence; the SDK must not read them again behind its back.
+func TestOTLPIgnoresEnvironment(t *testing.T) {
 	rcv := otlptest.Start(t)
-	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://"+rcv.Endpoint())
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "https://127.0.0.1:1")
 	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-env=yes")
-	exp, err := NewOTLP(context.Background(), OTLPConfig{BatchTimeout: 20 * time.Millisecond}, fakeResolver{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = exp.Shutdown(context.Background()) })
+	t.Setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", filepath.Join(t.TempDir(), "missing.pem"))
+	cfg := testOTLPConfig(rcv.Endpoint())
+	cfg.Headers = map[string]string{"x-cfg": "yes"}
+	exp := newTestOTLP(t, cfg)
 
 	exp.Export(serverSpan())
 	waitRecords(t, rcv, 1)
-	if md := rcv.Metadata(); len(md[0].Get("x-env")) == 0 {
-		t.Fatalf("OTEL_EXPORTER_OTLP_HEADERS not sent: %v", md[0])
+	md := rcv.Metadata()[0]
+	if len(md.Get("x-env")) != 0 || len(md.Get("x-cfg")) != 1 {
+		t.Fatalf("headers %v: want the config's x-cfg and not the environment's x-env", md)
 	}
 }
 

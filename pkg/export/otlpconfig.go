@@ -1,30 +1,53 @@
 package export
 
 import (
-	"os"
+	"crypto/tls"
+	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/encoding/gzip"
+
+	"github.com/weftdev/weft/pkg/export/otlptls"
 )
 
-// OTLPConfig configures the OTLP/gRPC exporter. Zero values mean "use the
-// standard OTEL_EXPORTER_OTLP_* environment variables, else the default";
-// set fields override the environment.
+// The protocols of OTLPConfig.Protocol.
+const (
+	ProtocolGRPC         = "grpc"
+	ProtocolHTTPProtobuf = "http/protobuf"
+)
+
+// OTLPConfig configures the OTLP exporter. Every setting is passed to the
+// SDK explicitly, which would otherwise fill gaps from the
+// OTEL_EXPORTER_OTLP_* variables itself: weft's configuration, which reads
+// them in its own precedence, is the one source.
 type OTLPConfig struct {
-	// Endpoint is host:port, or a URL whose scheme selects TLS (https) or
-	// plaintext (http).
+	// Protocol is ProtocolGRPC (the default) or ProtocolHTTPProtobuf.
+	Protocol string
+	// Endpoint is, for gRPC, host:port or a URL whose scheme selects TLS
+	// (https) or plaintext (http); for OTLP/HTTP the URL spans are posted
+	// to, used as it is.
 	Endpoint string
-	// Insecure forces a plaintext connection.
+	// Insecure forces a plaintext gRPC connection; an HTTP endpoint's
+	// scheme decides alone.
 	Insecure bool
-	// Headers are sent with every request, replacing OTEL_EXPORTER_OTLP_HEADERS.
+	// Headers are sent with every request.
 	Headers map[string]string
 	// Timeout bounds one batch export, retries included; default 30s.
 	Timeout time.Duration
+	// Compression is "gzip", or "none" (also when empty).
+	Compression string
+	// TLS names the CA and client certificate files.
+	TLS otlptls.Files
 
-	// Retry policy for retryable gRPC errors. RetryMaxElapsed bounds how
+	// Retry policy for retryable errors. RetryMaxElapsed bounds how
 	// long a batch is retried before it is counted as failed (default
 	// 30s; negative disables retries). Intervals default to 1s and 5s.
 	RetryInitialInterval time.Duration
@@ -64,6 +87,8 @@ func (c OTLPConfig) withDefaults() OTLPConfig {
 			*d = def
 		}
 	}
+	// The SDK's 10s default would cut the retry window short.
+	setDur(&c.Timeout, defaultTimeout)
 	setDur(&c.RetryInitialInterval, defaultRetryInitial)
 	setDur(&c.RetryMaxInterval, defaultRetryMaxInterval)
 	setDur(&c.RetryMaxElapsed, defaultRetryMaxElapsed)
@@ -78,37 +103,51 @@ func (c OTLPConfig) withDefaults() OTLPConfig {
 	return c
 }
 
-// clientOptions translates the config for otlptracegrpc, which itself reads
-// the environment for everything not given here.
-func (c OTLPConfig) clientOptions(outcome *rpcOutcome) []otlptracegrpc.Option {
-	var opts []otlptracegrpc.Option
-	switch {
-	case strings.Contains(c.Endpoint, "://"):
-		opts = append(opts, otlptracegrpc.WithEndpointURL(c.Endpoint))
-	case c.Endpoint != "":
-		opts = append(opts, otlptracegrpc.WithEndpoint(c.Endpoint))
+// grpcTarget splits a gRPC endpoint into the dial target and whether it
+// is plaintext: an http URL or Insecure is, anything else is TLS.
+func (c OTLPConfig) grpcTarget() (target string, plain bool, err error) {
+	if !strings.Contains(c.Endpoint, "://") {
+		return c.Endpoint, c.Insecure, nil
 	}
-	if c.Insecure {
-		opts = append(opts, otlptracegrpc.WithInsecure())
+	u, err := url.Parse(c.Endpoint)
+	if err != nil {
+		return "", false, fmt.Errorf("otlp endpoint %q: %w", c.Endpoint, err)
 	}
-	if len(c.Headers) > 0 {
-		opts = append(opts, otlptracegrpc.WithHeaders(c.Headers))
+	switch u.Scheme {
+	case "http":
+		return u.Host, true, nil
+	case "https":
+		return u.Host, c.Insecure, nil
 	}
-	switch {
-	case c.Timeout > 0:
-		opts = append(opts, otlptracegrpc.WithTimeout(c.Timeout))
-	case os.Getenv("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT") == "" && os.Getenv("OTEL_EXPORTER_OTLP_TIMEOUT") == "":
-		// The SDK's 10s default would cut the retry window short.
-		opts = append(opts, otlptracegrpc.WithTimeout(defaultTimeout))
+	return "", false, fmt.Errorf("otlp endpoint %q: want host:port, http:// or https://", c.Endpoint)
+}
+
+// grpcOptions translates the config for otlptracegrpc; tlsCfg is used
+// unless the connection is plaintext.
+func (c OTLPConfig) grpcOptions(tlsCfg *tls.Config, outcome *rpcOutcome) ([]otlptracegrpc.Option, error) {
+	target, plain, err := c.grpcTarget()
+	if err != nil {
+		return nil, err
 	}
-	opts = append(opts, otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{
-		Enabled:         c.RetryMaxElapsed > 0,
-		InitialInterval: c.RetryInitialInterval,
-		MaxInterval:     c.RetryMaxInterval,
-		MaxElapsedTime:  c.RetryMaxElapsed,
-	}))
-	// A single WithDialOption: each call replaces the previous options.
-	opts = append(opts, otlptracegrpc.WithDialOption(
+	creds := credentials.NewTLS(tlsCfg)
+	if plain {
+		creds = insecure.NewCredentials()
+	}
+	opts := []otlptracegrpc.Option{
+		otlptracegrpc.WithEndpoint(target),
+		// Credentials win over the SDK's own Insecure, which the
+		// environment may have set.
+		otlptracegrpc.WithTLSCredentials(creds),
+		otlptracegrpc.WithHeaders(c.Headers),
+		otlptracegrpc.WithTimeout(c.Timeout),
+		otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{
+			Enabled:         c.RetryMaxElapsed > 0,
+			InitialInterval: c.RetryInitialInterval,
+			MaxInterval:     c.RetryMaxInterval,
+			MaxElapsedTime:  c.RetryMaxElapsed,
+		}),
+	}
+	dial := []grpc.DialOption{
 		grpc.WithChainUnaryInterceptor(outcome.intercept),
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff: backoff.Config{
@@ -119,6 +158,18 @@ func (c OTLPConfig) clientOptions(outcome *rpcOutcome) []otlptracegrpc.Option {
 			},
 			MinConnectTimeout: minConnectTimeout,
 		}),
-	))
-	return opts
+	}
+	switch c.Compression {
+	case "gzip":
+		opts = append(opts, otlptracegrpc.WithCompressor(gzip.Name))
+	case "", "none":
+		// otlptracegrpc has no option for "none" (WithCompressor reports
+		// it as an error) and would take gzip from the environment; a
+		// later default call option replaces its compressor.
+		dial = append(dial, grpc.WithDefaultCallOptions(grpc.UseCompressor(encoding.Identity)))
+	default:
+		return nil, fmt.Errorf("otlp compression %q: want gzip or none", c.Compression)
+	}
+	// A single WithDialOption: each call replaces the previous options.
+	return append(opts, otlptracegrpc.WithDialOption(dial...)), nil
 }

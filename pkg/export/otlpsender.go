@@ -11,8 +11,8 @@ import (
 
 // otlpSender sends batches with the SDK's OTLP exporter. The exporter
 // reports a partial success only as an opaque error, so a gRPC interceptor
-// records the outcome of the last RPC to tell accepted spans from rejected
-// ones.
+// (or, over HTTP, outcomeTransport) records the outcome of the last
+// request to tell accepted spans from rejected ones.
 type otlpSender struct {
 	exp     sdktrace.SpanExporter
 	outcome *rpcOutcome

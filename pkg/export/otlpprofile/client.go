@@ -2,7 +2,6 @@ package otlpprofile
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,7 +11,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/encoding/gzip"
 	"google.golang.org/grpc/metadata"
+
+	"github.com/weftdev/weft/pkg/export/otlptls"
 )
 
 // Config is where profiles go.
@@ -24,6 +26,10 @@ type Config struct {
 	Insecure bool
 	// Headers are sent with every request.
 	Headers map[string]string
+	// Compression is "gzip", or "none" (also when empty).
+	Compression string
+	// TLS names the CA and client certificate files.
+	TLS otlptls.Files
 }
 
 // Client sends OTLP profiles over gRPC. The connection is made lazily: an
@@ -50,11 +56,23 @@ func New(cfg Config) (*Client, error) {
 	if target == "" {
 		return nil, errors.New("otlp profiles endpoint is empty")
 	}
-	creds := credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12})
-	if plain {
-		creds = insecure.NewCredentials()
+	creds := insecure.NewCredentials()
+	if !plain {
+		tlsCfg, err := cfg.TLS.Config()
+		if err != nil {
+			return nil, err
+		}
+		creds = credentials.NewTLS(tlsCfg)
 	}
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(creds))
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+	switch cfg.Compression {
+	case "gzip":
+		opts = append(opts, grpc.WithDefaultCallOptions(grpc.UseCompressor(gzip.Name)))
+	case "", "none":
+	default:
+		return nil, fmt.Errorf("otlp profiles compression %q: want gzip or none", cfg.Compression)
+	}
+	conn, err := grpc.NewClient(target, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("otlp profiles client for %s: %w", cfg.Endpoint, err)
 	}

@@ -1,4 +1,5 @@
-// Package otlptest provides an in-process OTLP/gRPC trace receiver for tests.
+// Package otlptest provides an in-process OTLP trace receiver for tests,
+// over gRPC or (as an http.Handler) OTLP/HTTP, and test certificates.
 package otlptest
 
 import (
@@ -162,6 +163,11 @@ func (r *Receiver) WaitFor(n int, timeout time.Duration) ([]Record, bool) {
 // Export implements collectortrace.TraceServiceServer.
 func (r *Receiver) Export(ctx context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
+	return r.export(md, req)
+}
+
+// export records req, received with md, and answers as configured.
+func (r *Receiver) export(md metadata.MD, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.metadata = append(r.metadata, md.Copy())
