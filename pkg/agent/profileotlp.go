@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/google/pprof/profile"
 
@@ -20,12 +21,18 @@ type otlpProfiles struct {
 }
 
 // newProfileSink returns the OTLP profiles export, or nil when none is
-// configured. TLS, headers and compression are the trace export's.
+// configured. TLS, headers and compression are the trace export's; the
+// protocol is the profile endpoint's own (config.Profile.ExportProtocol).
 func newProfileSink(cfg config.Config, resolver *procinfo.Resolver, version string) (profileSink, error) {
 	if cfg.Profile.OTLPEndpoint == "" {
 		return nil, nil
 	}
+	protocol, why, err := cfg.Profile.ExportProtocol()
+	if err != nil {
+		return nil, err // names the setting
+	}
 	c, err := otlpprofile.New(otlpprofile.Config{
+		Protocol:    protocol,
 		Endpoint:    cfg.Profile.OTLPEndpoint,
 		Insecure:    cfg.OTLP.Insecure,
 		Headers:     cfg.OTLP.Headers,
@@ -35,6 +42,8 @@ func newProfileSink(cfg config.Config, resolver *procinfo.Resolver, version stri
 	if err != nil {
 		return nil, fmt.Errorf("profile.otlp_endpoint: %w", err)
 	}
+	slog.Info("exporting profiles over OTLP", "component", "profiler", "protocol", protocol, "why", why,
+		"endpoint", c.Target(), "compression", cfg.OTLP.Compression)
 	return &otlpProfiles{client: c, resolver: resolver, version: version}, nil
 }
 

@@ -83,14 +83,9 @@ func (o OTLP) Target() (OTLPTarget, error) {
 	}
 	t := OTLPTarget{Protocol: o.Protocol, Why: "otlp.protocol is set"}
 	if t.Protocol == "" {
-		port, err := endpointPort(endpoint)
-		if err != nil {
+		var err error
+		if t.Protocol, t.Why, err = inferProtocol(endpoint); err != nil {
 			return OTLPTarget{}, fmt.Errorf("%s %q: %w", otlpSetting(key), endpoint, err)
-		}
-		if port == otlpHTTPPort {
-			t.Protocol, t.Why = ProtocolHTTPProtobuf, "no protocol set, and port 4318 is OTLP/HTTP's"
-		} else {
-			t.Protocol, t.Why = ProtocolGRPC, "no protocol set, and the port is not 4318 (OTLP/HTTP's)"
 		}
 	}
 	var err error
@@ -106,6 +101,32 @@ func (o OTLP) Target() (OTLPTarget, error) {
 		return OTLPTarget{}, fmt.Errorf("%s %q: %w", otlpSetting(key), endpoint, err)
 	}
 	return t, nil
+}
+
+// inferProtocol is the protocol of an endpoint for which none is set:
+// http/protobuf on port 4318 (OTLP/HTTP's), else grpc, which weft always
+// used. why says which, for the log.
+func inferProtocol(endpoint string) (protocol, why string, err error) {
+	port, err := endpointPort(endpoint)
+	if err != nil {
+		return "", "", err
+	}
+	if port == otlpHTTPPort {
+		return ProtocolHTTPProtobuf, "no protocol set, and port 4318 is OTLP/HTTP's", nil
+	}
+	return ProtocolGRPC, "no protocol set, and the port is not 4318 (OTLP/HTTP's)", nil
+}
+
+// checkProtocol accepts an unset protocol, grpc and http/protobuf;
+// setting names the setting in the error.
+func checkProtocol(setting, protocol string) error {
+	switch protocol {
+	case "", ProtocolGRPC, ProtocolHTTPProtobuf:
+		return nil
+	case "http/json":
+		return fmt.Errorf("%s %q: OTLP/HTTP with JSON is not supported; want grpc or http/protobuf", setting, protocol)
+	}
+	return fmt.Errorf("%s %q: want grpc or http/protobuf", setting, protocol)
 }
 
 // endpointPort returns the port of host:port[/path] or of a URL; empty
@@ -150,22 +171,9 @@ func grpcEndpoint(endpoint string) (string, error) {
 // endpoint is kept, an empty path being /. Without a scheme it is https,
 // or http when insecure.
 func httpTracesURL(endpoint string, base, insecure bool) (string, error) {
-	if !strings.Contains(endpoint, "://") {
-		scheme := "https"
-		if insecure {
-			scheme = "http"
-		}
-		endpoint = scheme + "://" + endpoint
-	}
-	u, err := url.Parse(endpoint)
+	u, err := httpURL(endpoint, insecure)
 	if err != nil {
 		return "", err
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", errors.New("want http://, https:// or host:port")
-	}
-	if u.Host == "" {
-		return "", errors.New("no host")
 	}
 	switch {
 	case base:
@@ -176,13 +184,32 @@ func httpTracesURL(endpoint string, base, insecure bool) (string, error) {
 	return u.String(), nil
 }
 
+// httpURL parses an OTLP/HTTP endpoint: an http or https URL, or
+// host[:port][/path], which is https, or http when insecure.
+func httpURL(endpoint string, insecure bool) (*url.URL, error) {
+	if !strings.Contains(endpoint, "://") {
+		scheme := "https"
+		if insecure {
+			scheme = "http"
+		}
+		endpoint = scheme + "://" + endpoint
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, errors.New("want http://, https:// or host:port")
+	}
+	if u.Host == "" {
+		return nil, errors.New("no host")
+	}
+	return u, nil
+}
+
 func (o OTLP) validate() error {
-	switch o.Protocol {
-	case "", ProtocolGRPC, ProtocolHTTPProtobuf:
-	case "http/json":
-		return fmt.Errorf("%s %q: OTLP/HTTP with JSON is not supported; want grpc or http/protobuf", otlpSetting("protocol"), o.Protocol)
-	default:
-		return fmt.Errorf("%s %q: want grpc or http/protobuf", otlpSetting("protocol"), o.Protocol)
+	if err := checkProtocol(otlpSetting("protocol"), o.Protocol); err != nil {
+		return err
 	}
 	switch o.Compression {
 	case "gzip", "none":

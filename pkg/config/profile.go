@@ -31,8 +31,11 @@ type Profile struct {
 	// samples.
 	Pin string `yaml:"pin"`
 	// OTLPEndpoint, when set, also sends every interval's profiles as
-	// OTLP profiles over gRPC (TLS and headers as for otlp).
+	// OTLP profiles (TLS, headers and compression as for otlp).
 	OTLPEndpoint string `yaml:"otlp_endpoint"`
+	// OTLPProtocol is grpc or http/protobuf; empty infers it from
+	// OTLPEndpoint's port, as for spans (see ExportProtocol).
+	OTLPProtocol string `yaml:"otlp_protocol"`
 }
 
 // DefaultProfileDir is where pprof files go unless told otherwise: weft
@@ -77,7 +80,7 @@ func (p Profile) validate() error {
 	if p.Pin != "" && !filepath.IsAbs(p.Pin) {
 		return fmt.Errorf("profile.pin %q: want an absolute path on a bpf filesystem", p.Pin)
 	}
-	return nil
+	return p.validateOTLP()
 }
 
 // applyProfileEnv reads the WEFT_PROFILE* variables through set (see
@@ -90,13 +93,16 @@ func applyProfileEnv(p *Profile, set func(string, func(string) error)) {
 	set("WEFT_PROFILE_RETENTION", func(v string) (e error) { p.Retention, e = time.ParseDuration(v); return })
 	set("WEFT_PROFILE_PIN", func(v string) error { p.Pin = v; return nil })
 	set("WEFT_PROFILE_OTLP_ENDPOINT", func(v string) error { p.OTLPEndpoint = v; return nil })
+	// The specification's per-signal variable; the generic
+	// OTEL_EXPORTER_OTLP_PROTOCOL is the spans' (otlp.protocol).
+	set("OTEL_EXPORTER_OTLP_PROFILES_PROTOCOL", func(v string) error { p.OTLPProtocol = v; return nil })
 }
 
 // profileFlags are the --profile* flags.
 type profileFlags struct {
-	mode, dir, pin, otlp string
-	frequency            int
-	interval, retention  time.Duration
+	mode, dir, pin, otlp, otlpProtocol string
+	frequency                          int
+	interval, retention                time.Duration
 }
 
 func (f *profileFlags) register(fs *flag.FlagSet, d Profile) {
@@ -106,7 +112,8 @@ func (f *profileFlags) register(fs *flag.FlagSet, d Profile) {
 	fs.DurationVar(&f.interval, "profile-interval", d.Interval, "how often a pprof file per service is written")
 	fs.DurationVar(&f.retention, "profile-retention", d.Retention, "delete pprof files older than this (0: keep)")
 	fs.StringVar(&f.pin, "profile-pin", "", "pin traces_ctx_v1 at this bpffs path for other profilers, e.g. /sys/fs/bpf/otel/traces_ctx_v1")
-	fs.StringVar(&f.otlp, "profile-otlp-endpoint", "", "also export profiles over OTLP/gRPC to this endpoint")
+	fs.StringVar(&f.otlp, "profile-otlp-endpoint", "", "also export profiles over OTLP to this endpoint: host:port or URL (over HTTP, one without a path gets /v1development/profiles)")
+	fs.StringVar(&f.otlpProtocol, "profile-otlp-protocol", "", "protocol of -profile-otlp-endpoint: grpc or http/protobuf (default: http/protobuf on port 4318, else grpc)")
 }
 
 // apply copies the flag called name, if it is one of these, into p.
@@ -126,5 +133,7 @@ func (f *profileFlags) apply(p *Profile, name string) {
 		p.Pin = f.pin
 	case "profile-otlp-endpoint":
 		p.OTLPEndpoint = f.otlp
+	case "profile-otlp-protocol":
+		p.OTLPProtocol = f.otlpProtocol
 	}
 }

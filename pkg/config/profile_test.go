@@ -11,7 +11,7 @@ import (
 
 func TestProfileDefaults(t *testing.T) {
 	p := Default().Profile
-	if p.On() || p.Frequency != 19 || p.Dir != DefaultProfileDir || p.Interval != 30*time.Second || p.Pin != "" || p.OTLPEndpoint != "" {
+	if p.On() || p.Frequency != 19 || p.Dir != DefaultProfileDir || p.Interval != 30*time.Second || p.Pin != "" || p.OTLPEndpoint != "" || p.OTLPProtocol != "" {
 		t.Errorf("defaults: %+v", p)
 	}
 }
@@ -19,15 +19,16 @@ func TestProfileDefaults(t *testing.T) {
 // The YAML block, then the environment, then the flags.
 func TestProfilePrecedence(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "weft.yaml")
-	yml := "profile:\n  mode: on\n  frequency: 99\n  dir: /yaml\n  interval: 10s\n  pin: /sys/fs/bpf/otel/traces_ctx_v1\n"
+	yml := "profile:\n  mode: on\n  frequency: 99\n  dir: /yaml\n  interval: 10s\n  pin: /sys/fs/bpf/otel/traces_ctx_v1\n  otlp_protocol: grpc\n"
 	if err := os.WriteFile(path, []byte(yml), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	env := map[string]string{
-		"WEFT_PROFILE_DIR":           "/env",
-		"WEFT_PROFILE_INTERVAL":      "5s",
-		"WEFT_PROFILE_OTLP_ENDPOINT": "env:4317",
-		"WEFT_PROFILE_RETENTION":     "1h",
+		"WEFT_PROFILE_DIR":                     "/env",
+		"WEFT_PROFILE_INTERVAL":                "5s",
+		"WEFT_PROFILE_OTLP_ENDPOINT":           "env:4317",
+		"WEFT_PROFILE_RETENTION":               "1h",
+		"OTEL_EXPORTER_OTLP_PROFILES_PROTOCOL": "http/protobuf",
 	}
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fl := RegisterFlags(fs)
@@ -39,7 +40,7 @@ func TestProfilePrecedence(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Profile{Mode: "on", Frequency: 49, Dir: "/env", Interval: 2 * time.Second, Retention: time.Hour,
-		Pin: "/sys/fs/bpf/otel/traces_ctx_v1", OTLPEndpoint: "env:4317"}
+		Pin: "/sys/fs/bpf/otel/traces_ctx_v1", OTLPEndpoint: "env:4317", OTLPProtocol: "http/protobuf"}
 	if c.Profile != want {
 		t.Errorf("profile = %+v\nwant      %+v", c.Profile, want)
 	}

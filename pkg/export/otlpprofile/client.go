@@ -4,25 +4,29 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pprofile"
 	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/encoding/gzip"
-	"google.golang.org/grpc/metadata"
 
 	"github.com/weftdev/weft/pkg/export/otlptls"
 )
 
+// The protocols of Config.Protocol.
+const (
+	ProtocolGRPC         = "grpc"
+	ProtocolHTTPProtobuf = "http/protobuf"
+)
+
 // Config is where profiles go.
 type Config struct {
+	// Protocol is ProtocolGRPC (also when empty) or ProtocolHTTPProtobuf.
+	Protocol string
 	// Endpoint is host:port, or a URL whose scheme selects TLS (https) or
-	// plaintext (http).
+	// plaintext (http). For OTLP/HTTP it is the URL profiles are posted
+	// to, a URL without a path getting /v1development/profiles.
 	Endpoint string
-	// Insecure forces a plaintext connection.
+	// Insecure forces a plaintext gRPC connection; for OTLP/HTTP it makes
+	// an endpoint without a scheme http rather than https.
 	Insecure bool
 	// Headers are sent with every request.
 	Headers map[string]string
@@ -32,59 +36,58 @@ type Config struct {
 	TLS otlptls.Files
 }
 
-// Client sends OTLP profiles over gRPC. The connection is made lazily: an
-// unreachable endpoint fails exports, not New.
+// sender is one protocol's way of making an export request.
+type sender interface {
+	export(context.Context, pprofileotlp.ExportRequest) (pprofileotlp.ExportResponse, error)
+	// target is where requests go, for the log.
+	target() string
+	close() error
+}
+
+// Client sends OTLP profiles over the configured protocol. Nothing is
+// connected in New: an unreachable endpoint fails exports, not New.
 type Client struct {
-	conn    *grpc.ClientConn
-	client  pprofileotlp.GRPCClient
-	headers metadata.MD
+	s sender
 }
 
 // New returns a client for cfg.
 func New(cfg Config) (*Client, error) {
-	target, plain := cfg.Endpoint, cfg.Insecure
-	if scheme, rest, ok := strings.Cut(target, "://"); ok {
-		switch scheme {
-		case "http":
-			plain = true
-		case "https":
-		default:
-			return nil, fmt.Errorf("otlp profiles endpoint %q: want host:port, http:// or https://", cfg.Endpoint)
-		}
-		target = strings.TrimSuffix(rest, "/")
-	}
-	if target == "" {
+	if cfg.Endpoint == "" {
 		return nil, errors.New("otlp profiles endpoint is empty")
 	}
-	creds := insecure.NewCredentials()
-	if !plain {
-		tlsCfg, err := cfg.TLS.Config()
-		if err != nil {
-			return nil, err
-		}
-		creds = credentials.NewTLS(tlsCfg)
-	}
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+	var gzip bool
 	switch cfg.Compression {
 	case "gzip":
-		opts = append(opts, grpc.WithDefaultCallOptions(grpc.UseCompressor(gzip.Name)))
+		gzip = true
 	case "", "none":
 	default:
 		return nil, fmt.Errorf("otlp profiles compression %q: want gzip or none", cfg.Compression)
 	}
-	conn, err := grpc.NewClient(target, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("otlp profiles client for %s: %w", cfg.Endpoint, err)
+	var (
+		s   sender
+		err error
+	)
+	switch cfg.Protocol {
+	case "", ProtocolGRPC:
+		s, err = newGRPCSender(cfg, gzip)
+	case ProtocolHTTPProtobuf:
+		s, err = newHTTPSender(cfg, gzip)
+	default:
+		return nil, fmt.Errorf("otlp profiles protocol %q: want grpc or http/protobuf", cfg.Protocol)
 	}
-	return &Client{conn: conn, client: pprofileotlp.NewGRPCClient(conn), headers: metadata.New(cfg.Headers)}, nil
+	if err != nil {
+		return nil, err
+	}
+	return &Client{s: s}, nil
 }
+
+// Target is where profiles go: the gRPC target, or the URL they are
+// posted to.
+func (c *Client) Target() string { return c.s.target() }
 
 // Export sends one request and reports a rejection, whole or partial.
 func (c *Client) Export(ctx context.Context, p pprofile.Profiles) error {
-	if len(c.headers) > 0 {
-		ctx = metadata.NewOutgoingContext(ctx, c.headers.Copy())
-	}
-	resp, err := c.client.Export(ctx, pprofileotlp.NewExportRequestFromProfiles(p))
+	resp, err := c.s.export(ctx, pprofileotlp.NewExportRequestFromProfiles(p))
 	if err != nil {
 		return fmt.Errorf("export profiles: %w", err)
 	}
@@ -94,9 +97,9 @@ func (c *Client) Export(ctx context.Context, p pprofile.Profiles) error {
 	return nil
 }
 
-// Close closes the connection.
+// Close releases the connection.
 func (c *Client) Close() error {
-	if err := c.conn.Close(); err != nil {
+	if err := c.s.close(); err != nil {
 		return fmt.Errorf("close otlp profiles client: %w", err)
 	}
 	return nil

@@ -1,7 +1,7 @@
 // Package otlpprofile sends weft's CPU profiles as OTLP profiles (the
 // development signal, go.opentelemetry.io/collector/pdata/pprofile) over
-// gRPC: one resource per process, as its spans have, and each sample
-// linked to the trace and span it was taken in.
+// gRPC or OTLP/HTTP: one resource per process, as its spans have, and each
+// sample linked to the trace and span it was taken in.
 package otlpprofile
 
 import (

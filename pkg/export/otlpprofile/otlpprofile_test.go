@@ -98,15 +98,14 @@ func TestExportLinksSamplesToSpans(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-
-	b := NewBuilder("v1")
-	prof := testProfile(t)
-	if err := b.Add(prof, resolver{}); err != nil {
-		t.Fatal(err)
+	if c.Target() != ln.Addr().String() {
+		t.Errorf("target %q, want %q", c.Target(), ln.Addr().String())
 	}
+
+	profiles, prof := testProfiles(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := c.Export(ctx, b.Profiles()); err != nil {
+	if err := c.Export(ctx, profiles); err != nil {
 		t.Fatal(err)
 	}
 
@@ -115,7 +114,24 @@ func TestExportLinksSamplesToSpans(t *testing.T) {
 	if len(rcv.got) != 1 || !slices.Equal(rcv.headers, []string{"k"}) {
 		t.Fatalf("received %d requests, headers %v", len(rcv.got), rcv.headers)
 	}
-	got := rcv.got[0]
+	checkProfiles(t, rcv.got[0], prof)
+}
+
+// testProfiles is testProfile converted, with the profile it came from.
+func testProfiles(t *testing.T) (pprofile.Profiles, *profile.Profile) {
+	t.Helper()
+	b := NewBuilder("v1")
+	prof := testProfile(t)
+	if err := b.Add(prof, resolver{}); err != nil {
+		t.Fatal(err)
+	}
+	return b.Profiles(), prof
+}
+
+// checkProfiles checks that got is testProfiles' whole: every process,
+// sample, stack, link and attribute of prof.
+func checkProfiles(t *testing.T, got pprofile.Profiles, prof *profile.Profile) {
+	t.Helper()
 	dict := got.Dictionary()
 	str := func(i int32) string { return dict.StringTable().At(int(i)) }
 	if got.ResourceProfiles().Len() != 2 {
