@@ -12,6 +12,10 @@ echo "## Saturation: wrk, 1 thread, 32 connections, 15 s per run, 3 rounds of of
 echo
 go run ./test/bench -modes off,nohooks,on "$@"
 echo
+echo "## Sampling: weft's CPU per request at 3000 requests/s, every trace sampled / traceidratio 0.1 / none"
+echo
+go run ./test/bench -rate 3000 -rounds 6 -duration 10s -modes on,ratio0.1,ratio0 "$@"
+echo
 echo "## Right parents: a Go net/http chain at 1000 requests/s, off / on without runtime hooks / on"
 echo
 go run ./test/bench -go-chain -rate 1000 -rounds 6 -modes off,nohooks,on "$@"
