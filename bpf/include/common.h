@@ -80,7 +80,11 @@ struct {
 	__uint(max_entries, 8 << 20);
 } events SEC(".maps");
 
-/* Sockets weft has reported data for, so that their close is reported. */
+/* Sockets weft has reported data for, so that their close is reported;
+ * the value notes a reset from the peer, for the close to say who ended
+ * the connection. */
+#define SOCK_TRACKED 1
+#define SOCK_RESET_BY_PEER 2
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
@@ -354,12 +358,12 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 	count(WEFT_STAT_EVENTS);
 
 	__u64 id = (__u64)sk;
-	__u8 one = 1;
+	__u8 one = SOCK_TRACKED;
 	if (bpf_map_update_elem(&tracked_socks, &id, &one, BPF_NOEXIST) == -7 /* E2BIG */)
 		count(WEFT_STAT_SOCK_TABLE_FULL);
 }
 
-static __always_inline void emit_small(__u8 kind, __u64 sock_id, __u32 pid, __u32 tid)
+static __always_inline void emit_small(__u8 kind, __u64 sock_id, __u32 pid, __u32 tid, __u8 dir, __u32 bytes)
 {
 	struct event_header *h = bpf_ringbuf_reserve(&events, sizeof(*h), 0);
 	if (!h) {
@@ -373,6 +377,8 @@ static __always_inline void emit_small(__u8 kind, __u64 sock_id, __u32 pid, __u3
 	h->tid = tid;
 	h->key = tid;
 	h->kind = kind;
+	h->dir = dir;
+	h->bytes = bytes;
 	bpf_ringbuf_submit(h, wakeup_flags());
 	count(WEFT_STAT_EVENTS);
 }
@@ -425,7 +431,7 @@ int weft_exec(void *ctx)
 		return 0;
 	bpf_map_delete_elem(&eagain_retry, &tgid); /* another program now */
 	bpf_map_delete_elem(&proc_mode, &tgid);
-	emit_small(WEFT_EV_EXEC, 0, tgid, (__u32)pid_tgid);
+	emit_small(WEFT_EV_EXEC, 0, tgid, (__u32)pid_tgid, 0, 0);
 	return 0;
 }
 
@@ -445,7 +451,7 @@ int weft_exit(void *ctx)
 	bpf_map_delete_elem(&pid_filter, &tgid);
 	bpf_map_delete_elem(&eagain_retry, &tgid);
 	bpf_map_delete_elem(&proc_mode, &tgid);
-	emit_small(WEFT_EV_EXIT, 0, tgid, tgid);
+	emit_small(WEFT_EV_EXIT, 0, tgid, tgid, 0, 0);
 	return 0;
 }
 
@@ -464,18 +470,54 @@ int BPF_PROG(weft_cgroup_move, struct cgroup *dst, const char *path, struct task
 }
 
 /* The close of a socket weft reported data for. This fires in softirq
- * context too, so the current task says nothing: the socket map decides. */
+ * context too, so the current task says nothing: the socket map decides.
+ * The event's dir says who ended the connection: INGRESS the peer (its FIN
+ * came first, or its reset), EGRESS this side; its bytes, how much the
+ * peer had sent that this side never read. A response cut short by the
+ * peer is an error; one the local client stopped reading is its choice. */
 SEC("tracepoint/sock/inet_sock_set_state")
 int weft_sock_state(struct trace_event_raw_inet_sock_set_state *ctx)
 {
-	if (ctx->newstate != TCP_CLOSE || ctx->protocol != IPPROTO_TCP)
+	if (ctx->protocol != IPPROTO_TCP)
+		return 0;
+	int to = ctx->newstate;
+	if (to != TCP_CLOSE && !(ctx->oldstate == TCP_ESTABLISHED && (to == TCP_FIN_WAIT1 || to == TCP_CLOSE_WAIT)))
 		return 0;
 	__u64 id = (__u64)ctx->skaddr;
-	if (!bpf_map_lookup_elem(&tracked_socks, &id))
+	__u8 *v = bpf_map_lookup_elem(&tracked_socks, &id);
+	if (!v)
 		return 0;
+	if (to != TCP_CLOSE) {
+		/* Who closed first, known before the process may exit: a close
+		 * here can wait for the peer (FIN_WAIT2) past the process's end. */
+		emit_small(WEFT_EV_FIRST_FIN, id, 0, 0, to == TCP_CLOSE_WAIT ? WEFT_DIR_INGRESS : WEFT_DIR_EGRESS, 0);
+		return 0;
+	}
+	/* The kernel also "receives a reset" (tcp_reset) to abort a socket
+	 * closed here that gets data (FIN_WAIT*): only an established one was
+	 * reset by the peer. */
+	bool by_peer = (*v == SOCK_RESET_BY_PEER && ctx->oldstate == TCP_ESTABLISHED) ||
+		       ctx->oldstate == TCP_CLOSE_WAIT || ctx->oldstate == TCP_LAST_ACK;
+	/* Received but never read: copied_seq stops short of rcv_nxt, whose
+	 * last step is the peer's FIN once one came (and was not read). */
+	struct tcp_sock *tp = (struct tcp_sock *)ctx->skaddr;
+	__u32 unread = BPF_CORE_READ(tp, rcv_nxt) - BPF_CORE_READ(tp, copied_seq);
+	if (unread && (ctx->oldstate == TCP_CLOSE_WAIT || ctx->oldstate == TCP_LAST_ACK))
+		unread--;
 	bpf_map_delete_elem(&tracked_socks, &id);
 	serving_closed(id);
-	emit_small(WEFT_EV_CLOSE, id, 0, 0);
+	emit_small(WEFT_EV_CLOSE, id, 0, 0, by_peer ? WEFT_DIR_INGRESS : WEFT_DIR_EGRESS, unread);
+	return 0;
+}
+
+/* The peer reset a tracked connection (before its TCP_CLOSE). */
+SEC("tp_btf/tcp_receive_reset")
+int BPF_PROG(weft_sock_reset, struct sock *sk)
+{
+	__u64 id = (__u64)sk;
+	__u8 *v = bpf_map_lookup_elem(&tracked_socks, &id);
+	if (v)
+		*v = SOCK_RESET_BY_PEER;
 	return 0;
 }
 

@@ -145,6 +145,8 @@ type conn struct {
 	// Span ids the kernel assigned to the request starting in the last
 	// segment of each direction, for the next request heads parsed there.
 	inCtx, outCtx []kernelCtx
+	// endedBy is the side that closed the connection first, once known.
+	endedBy ender
 }
 
 // kernelCtx is a span the kernel assigned (and, for client requests,
@@ -227,8 +229,18 @@ func (c *Correlator) Handle(ev *event.Event) {
 		c.data(ev)
 	case event.KindClose:
 		if cn, ok := c.conns.Peek(ev.ConnID); ok {
+			if ev.Bytes > 0 {
+				// It left bytes unread: it stopped reading, whoever
+				// closed first.
+				cn.endedBy = endedHere
+			}
+			cn.ended(ev.Dir)
 			c.closeConn(cn, ev.Time)
 			c.drop(ev.ConnID)
+		}
+	case event.KindFirstFin:
+		if cn, ok := c.conns.Peek(ev.ConnID); ok {
+			cn.ended(ev.Dir)
 		}
 	case event.KindExit:
 		c.exit(ev.PID, ev.Time)
@@ -478,24 +490,85 @@ func (c *Correlator) done(ex *exchange) {
 }
 
 // closeConn completes responses delimited by the close, then ends what is
-// still pending as errors.
+// still pending as errors. A response this process received, cut after
+// its whole head, is no error (and no parse error) when the process ended
+// the connection or left bytes unread: it chose not to read the body (a
+// client that needs only the status). Cut by the server (its FIN or reset
+// first), or with the ender unknown (the process exited, the connection
+// was evicted), it is an error. A response this process sent and could
+// not finish is an error whoever ended: its writes failed, as an
+// in-process instrumentation would record.
 func (c *Correlator) closeConn(cn *conn, ts uint64) {
 	if !cn.notHTTP {
 		for _, side := range []struct {
 			p    *httpparse.Parser
 			q    *[]*exchange
 			seen *httpparse.ErrorCounts
-		}{{cn.in, &cn.client, &cn.inErrs}, {cn.out, &cn.server, &cn.outErrs}} {
+			// receiving: responses this process receives (client spans)
+			receiving bool
+		}{{cn.in, &cn.client, &cn.inErrs, true}, {cn.out, &cn.server, &cn.outErrs, false}} {
 			msgs := side.p.Close(ts)
-			c.countErrors(side.p, side.seen)
-			for _, m := range msgs {
-				if !m.IsRequest && m.Phase != httpparse.PhaseHead && !m.Interim {
-					c.finish(cn, side.q, &m)
+			for i := range msgs {
+				m := &msgs[i]
+				if m.IsRequest || m.Phase == httpparse.PhaseHead || m.Interim {
+					continue
 				}
+				if side.receiving && cn.endedBy == endedHere && bodyUnread(m) {
+					side.seen[httpparse.ErrIncomplete]++ // the parser counted it
+					c.finishUnread(side.q, m)
+					continue
+				}
+				c.finish(cn, side.q, m)
 			}
+			c.countErrors(side.p, side.seen)
 		}
 	}
 	c.abandon(cn, ts, "connection_closed")
+}
+
+// ender is the side that closed a connection first.
+type ender uint8
+
+const (
+	endUnknown ender = iota
+	endedHere
+	endedByPeer
+)
+
+// ended records who closed first, if not known yet: Egress this process,
+// Ingress the peer.
+func (cn *conn) ended(by event.Direction) {
+	if cn.endedBy != endUnknown {
+		return
+	}
+	cn.endedBy = endedByPeer
+	if by == event.Egress {
+		cn.endedBy = endedHere
+	}
+}
+
+// bodyUnread reports a response cut by the close after its whole head.
+func bodyUnread(m *httpparse.Message) bool {
+	return m.Phase == httpparse.PhaseAborted && m.Err == httpparse.ErrIncomplete && m.HeadTS != 0 && !m.HeadTruncated
+}
+
+// finishUnread ends the client span of a response its process stopped
+// reading: answered with the head's status; the body's size is the
+// declared one.
+func (c *Correlator) finishUnread(q *[]*exchange, m *httpparse.Message) {
+	if len(*q) == 0 {
+		c.stats.Unmatched.Add(1)
+		return
+	}
+	ex := (*q)[0]
+	*q = (*q)[1:]
+	ex.span.StatusCode = m.StatusCode
+	ex.span.ResponseBodySize = max(m.ContentLength, m.BodyBytes)
+	if m.ContentLength < 0 {
+		ex.span.ResponseBodySize = -1 // unknown: the rest was never read
+	}
+	ex.endAt(m.HeadTS)
+	c.done(ex)
 }
 
 // abandon ends every pending request of a connection with an error.

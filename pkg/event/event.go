@@ -9,10 +9,18 @@ import "net/netip"
 type Kind uint8
 
 const (
-	KindData  Kind = 1 // bytes sent or received on a TCP socket
-	KindClose Kind = 2 // a socket weft reported data for was closed
+	KindData Kind = 1 // bytes sent or received on a TCP socket
+	// KindClose: a socket weft reported data for was closed; Dir says who
+	// ended it: Ingress the peer (its FIN came first, or its reset),
+	// Egress this process; Bytes, how many bytes the peer sent that the
+	// process never read.
+	KindClose Kind = 2
 	KindExec  Kind = 3 // a process called execve
 	KindExit  Kind = 4 // a traced process exited
+	// KindFirstFin: one side closed a connection weft reported data for
+	// while it was established, Dir says which: Ingress the peer (its
+	// FIN), Egress this process. The KindClose follows later.
+	KindFirstFin Kind = 5
 )
 
 // Direction is the flow of bytes relative to the traced process.
@@ -50,7 +58,7 @@ type Event struct {
 	// Time is CLOCK_MONOTONIC nanoseconds (bpf_ktime_get_ns).
 	Time uint64
 	// ConnID identifies a socket while it lives (the kernel's struct sock
-	// address); a close event carries only this.
+	// address); a close event carries only this and Dir.
 	ConnID uint64
 	PID    uint32
 	TID    uint32

@@ -240,6 +240,7 @@ const (
 	kprobeProgWeftNgxUpstreamInitRet = "weft_ngx_upstream_init_ret"
 	kprobeProgWeftNodeAnnounce       = "weft_node_announce"
 	kprobeProgWeftSample             = "weft_sample"
+	kprobeProgWeftSockReset          = "weft_sock_reset"
 	kprobeProgWeftSockState          = "weft_sock_state"
 	kprobeProgWeftSockops            = "weft_sockops"
 	kprobeProgWeftSockopsAny         = "weft_sockops_any"
@@ -327,6 +328,7 @@ type kprobeProgramSpecs struct {
 	WeftNgxUpstreamInitRet *ebpf.ProgramSpec `ebpf:"weft_ngx_upstream_init_ret"`
 	WeftNodeAnnounce       *ebpf.ProgramSpec `ebpf:"weft_node_announce"`
 	WeftSample             *ebpf.ProgramSpec `ebpf:"weft_sample"`
+	WeftSockReset          *ebpf.ProgramSpec `ebpf:"weft_sock_reset"`
 	WeftSockState          *ebpf.ProgramSpec `ebpf:"weft_sock_state"`
 	WeftSockops            *ebpf.ProgramSpec `ebpf:"weft_sockops"`
 	WeftSockopsAny         *ebpf.ProgramSpec `ebpf:"weft_sockops_any"`
@@ -545,6 +547,7 @@ type kprobePrograms struct {
 	WeftNgxUpstreamInitRet *ebpf.Program `ebpf:"weft_ngx_upstream_init_ret"`
 	WeftNodeAnnounce       *ebpf.Program `ebpf:"weft_node_announce"`
 	WeftSample             *ebpf.Program `ebpf:"weft_sample"`
+	WeftSockReset          *ebpf.Program `ebpf:"weft_sock_reset"`
 	WeftSockState          *ebpf.Program `ebpf:"weft_sock_state"`
 	WeftSockops            *ebpf.Program `ebpf:"weft_sockops"`
 	WeftSockopsAny         *ebpf.Program `ebpf:"weft_sockops_any"`
@@ -576,6 +579,7 @@ func (p *kprobePrograms) Close() error {
 		p.WeftNgxUpstreamInitRet,
 		p.WeftNodeAnnounce,
 		p.WeftSample,
+		p.WeftSockReset,
 		p.WeftSockState,
 		p.WeftSockops,
 		p.WeftSockopsAny,

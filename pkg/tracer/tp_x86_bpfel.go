@@ -204,10 +204,11 @@ const (
 type tpWeftEventKind uint32
 
 const (
-	tpWeftEventKindWEFT_EV_DATA  tpWeftEventKind = 1
-	tpWeftEventKindWEFT_EV_CLOSE tpWeftEventKind = 2
-	tpWeftEventKindWEFT_EV_EXEC  tpWeftEventKind = 3
-	tpWeftEventKindWEFT_EV_EXIT  tpWeftEventKind = 4
+	tpWeftEventKindWEFT_EV_DATA      tpWeftEventKind = 1
+	tpWeftEventKindWEFT_EV_CLOSE     tpWeftEventKind = 2
+	tpWeftEventKindWEFT_EV_EXEC      tpWeftEventKind = 3
+	tpWeftEventKindWEFT_EV_EXIT      tpWeftEventKind = 4
+	tpWeftEventKindWEFT_EV_FIRST_FIN tpWeftEventKind = 5
 )
 
 type tpWeftProcMode uint32
@@ -316,6 +317,7 @@ const (
 	tpProgWeftNodeAnnounce       = "weft_node_announce"
 	tpProgWeftSample             = "weft_sample"
 	tpProgWeftSockRecv           = "weft_sock_recv"
+	tpProgWeftSockReset          = "weft_sock_reset"
 	tpProgWeftSockSend           = "weft_sock_send"
 	tpProgWeftSockState          = "weft_sock_state"
 	tpProgWeftSockops            = "weft_sockops"
@@ -415,6 +417,7 @@ type tpProgramSpecs struct {
 	WeftNodeAnnounce       *ebpf.ProgramSpec `ebpf:"weft_node_announce"`
 	WeftSample             *ebpf.ProgramSpec `ebpf:"weft_sample"`
 	WeftSockRecv           *ebpf.ProgramSpec `ebpf:"weft_sock_recv"`
+	WeftSockReset          *ebpf.ProgramSpec `ebpf:"weft_sock_reset"`
 	WeftSockSend           *ebpf.ProgramSpec `ebpf:"weft_sock_send"`
 	WeftSockState          *ebpf.ProgramSpec `ebpf:"weft_sock_state"`
 	WeftSockops            *ebpf.ProgramSpec `ebpf:"weft_sockops"`
@@ -639,6 +642,7 @@ type tpPrograms struct {
 	WeftNodeAnnounce       *ebpf.Program `ebpf:"weft_node_announce"`
 	WeftSample             *ebpf.Program `ebpf:"weft_sample"`
 	WeftSockRecv           *ebpf.Program `ebpf:"weft_sock_recv"`
+	WeftSockReset          *ebpf.Program `ebpf:"weft_sock_reset"`
 	WeftSockSend           *ebpf.Program `ebpf:"weft_sock_send"`
 	WeftSockState          *ebpf.Program `ebpf:"weft_sock_state"`
 	WeftSockops            *ebpf.Program `ebpf:"weft_sockops"`
@@ -682,6 +686,7 @@ func (p *tpPrograms) Close() error {
 		p.WeftNodeAnnounce,
 		p.WeftSample,
 		p.WeftSockRecv,
+		p.WeftSockReset,
 		p.WeftSockSend,
 		p.WeftSockState,
 		p.WeftSockops,

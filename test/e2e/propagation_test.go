@@ -94,8 +94,8 @@ func checkChainTrace(t *testing.T, spans []span) span {
 		if s.trace != spans[0].trace {
 			t.Fatalf("spans of two traces mixed:\n%s", dump(spans))
 		}
-		if attrInt(s, "http.response.status_code") != 200 {
-			t.Errorf("span not 200: %s", s)
+		if attrInt(s, "http.response.status_code") != 200 || s.attrs["error.type"] != nil || s.err {
+			t.Errorf("span not a plain 200: %s", s)
 		}
 	}
 	return chainOrder[0]

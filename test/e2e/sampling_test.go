@@ -246,7 +246,7 @@ func TestSamplingParentBasedChain(t *testing.T) {
 		t.Errorf("%d traces exported, want %d sampled roots + %d sampled incoming", len(traces), sampledRoots, each)
 	}
 	t.Logf("%d of %d root traces sampled; metrics %v", sampledRoots, roots, m)
-	if m["spans_unsampled"] != uint64(5*(requests-len(traces))) {
-		t.Errorf("metrics %v: want %d unsampled spans", m, 5*(requests-len(traces)))
+	if m["spans_unsampled"] != uint64(5*(requests-len(traces))) || m["parse_errors"] != 0 {
+		t.Errorf("metrics %v: want %d unsampled spans and no parse error", m, 5*(requests-len(traces)))
 	}
 }
