@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/weftdev/weft/pkg/export/otlpurl"
 )
 
 // The OTLP protocols weft exports with.
@@ -171,7 +173,7 @@ func grpcEndpoint(endpoint string) (string, error) {
 // endpoint is kept, an empty path being /. Without a scheme it is https,
 // or http when insecure.
 func httpTracesURL(endpoint string, base, insecure bool) (string, error) {
-	u, err := httpURL(endpoint, insecure)
+	u, err := otlpurl.Parse(endpoint, insecure)
 	if err != nil {
 		return "", err
 	}
@@ -182,29 +184,6 @@ func httpTracesURL(endpoint string, base, insecure bool) (string, error) {
 		u.Path = "/"
 	}
 	return u.String(), nil
-}
-
-// httpURL parses an OTLP/HTTP endpoint: an http or https URL, or
-// host[:port][/path], which is https, or http when insecure.
-func httpURL(endpoint string, insecure bool) (*url.URL, error) {
-	if !strings.Contains(endpoint, "://") {
-		scheme := "https"
-		if insecure {
-			scheme = "http"
-		}
-		endpoint = scheme + "://" + endpoint
-	}
-	u, err := url.Parse(endpoint)
-	if err != nil {
-		return nil, err
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, errors.New("want http://, https:// or host:port")
-	}
-	if u.Host == "" {
-		return nil, errors.New("no host")
-	}
-	return u, nil
 }
 
 func (o OTLP) validate() error {

@@ -1,6 +1,10 @@
 package config
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/weftdev/weft/pkg/export/otlpurl"
+)
 
 // The profile's OTLP settings named every way they can be given, for
 // errors: the protocol's variable is the specification's, not a WEFT_ one.
@@ -41,7 +45,7 @@ func (p Profile) validateOTLP() error {
 	if protocol == ProtocolHTTPProtobuf {
 		// Whether a URL without a scheme is http or https does not
 		// change what is valid.
-		_, err = httpURL(p.OTLPEndpoint, false)
+		_, err = otlpurl.Parse(p.OTLPEndpoint, false)
 	} else {
 		_, err = grpcEndpoint(p.OTLPEndpoint)
 	}

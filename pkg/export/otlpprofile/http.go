@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +13,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/weftdev/weft/pkg/export/otlpurl"
 )
 
 // profilesPath is the path of the profiles signal in OTLP/HTTP, the one
@@ -59,22 +60,9 @@ func newHTTPSender(cfg Config, compress bool) (*httpSender, error) {
 // without a path it gets profilesPath. "/" counts as no path: no receiver
 // takes profiles there, and "http://collector:4318/" means the collector.
 func profilesURL(endpoint string, insecure bool) (*url.URL, error) {
-	if !strings.Contains(endpoint, "://") {
-		scheme := "https"
-		if insecure {
-			scheme = "http"
-		}
-		endpoint = scheme + "://" + endpoint
-	}
-	u, err := url.Parse(endpoint)
+	u, err := otlpurl.Parse(endpoint, insecure)
 	if err != nil {
 		return nil, err
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, errors.New("want http://, https:// or host:port")
-	}
-	if u.Host == "" {
-		return nil, errors.New("no host")
 	}
 	if u.Path == "" || u.Path == "/" {
 		u.Path, u.RawPath = profilesPath, ""
