@@ -1,51 +1,24 @@
 package export
 
 import (
-	"context"
 	"crypto/tls"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/stats"
 
 	"github.com/weftdev/weft/pkg/export/otlptest"
 	"github.com/weftdev/weft/pkg/export/otlptls"
 )
 
-// encodingSeen is a gRPC stats handler that keeps the grpc-encoding of
-// each request.
-type encodingSeen struct {
-	mu  sync.Mutex
-	got []string
-}
-
-func (e *encodingSeen) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context   { return ctx }
-func (e *encodingSeen) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
-func (e *encodingSeen) HandleConn(context.Context, stats.ConnStats)                       {}
-func (e *encodingSeen) HandleRPC(_ context.Context, s stats.RPCStats) {
-	if h, ok := s.(*stats.InHeader); ok {
-		e.mu.Lock()
-		e.got = append(e.got, h.Compression)
-		e.mu.Unlock()
-	}
-}
-
-func (e *encodingSeen) encodings() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]string(nil), e.got...)
-}
-
 // startGRPC serves rcv over gRPC (TLS when creds is set) and returns its
 // address and what it sees of the requests' compression.
-func startGRPC(t *testing.T, rcv *otlptest.Receiver, creds credentials.TransportCredentials) (string, *encodingSeen) {
+func startGRPC(t *testing.T, rcv *otlptest.Receiver, creds credentials.TransportCredentials) (string, *otlptest.Encodings) {
 	t.Helper()
-	seen := &encodingSeen{}
+	seen := &otlptest.Encodings{}
 	opts := []grpc.ServerOption{grpc.StatsHandler(seen)}
 	if creds != nil {
 		opts = append(opts, grpc.Creds(creds))
@@ -74,7 +47,7 @@ func TestOTLPGRPCCompression(t *testing.T) {
 			exp := newTestOTLP(t, cfg)
 			exp.Export(serverSpan())
 			waitRecords(t, rcv, 1)
-			if got := seen.encodings(); len(got) != 1 || got[0] != want {
+			if got := seen.Seen(); len(got) != 1 || got[0] != want {
 				t.Errorf("grpc-encoding %q, want %q", got, want)
 			}
 		})

@@ -5,35 +5,16 @@ import (
 	"crypto/tls"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/stats"
 
 	"github.com/weftdev/weft/pkg/export/otlptest"
 	"github.com/weftdev/weft/pkg/export/otlptls"
 )
-
-// encodings is a gRPC stats handler keeping each request's grpc-encoding.
-type encodings struct {
-	mu  sync.Mutex
-	got []string
-}
-
-func (e *encodings) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context   { return ctx }
-func (e *encodings) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
-func (e *encodings) HandleConn(context.Context, stats.ConnStats)                       {}
-func (e *encodings) HandleRPC(_ context.Context, s stats.RPCStats) {
-	if h, ok := s.(*stats.InHeader); ok {
-		e.mu.Lock()
-		e.got = append(e.got, h.Compression)
-		e.mu.Unlock()
-	}
-}
 
 // The profile client takes the trace export's CA, client certificate and
 // compression.
@@ -43,7 +24,7 @@ func TestExportOverMutualTLSWithGzip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen := &encodings{}
+	seen := &otlptest.Encodings{}
 	srv := grpc.NewServer(grpc.StatsHandler(seen), grpc.Creds(credentials.NewTLS(&tls.Config{
 		Certificates: []tls.Certificate{ca.Issue(t, "server", "127.0.0.1").TLS},
 		ClientAuth:   tls.RequireAndVerifyClientCert,
@@ -78,10 +59,8 @@ func TestExportOverMutualTLSWithGzip(t *testing.T) {
 	}
 	rcv.mu.Lock()
 	defer rcv.mu.Unlock()
-	seen.mu.Lock()
-	defer seen.mu.Unlock()
-	if len(rcv.got) != 1 || len(seen.got) != 1 || seen.got[0] != "gzip" {
-		t.Errorf("received %d requests, encodings %q: want one, gzip'd", len(rcv.got), seen.got)
+	if enc := seen.Seen(); len(rcv.got) != 1 || len(enc) != 1 || enc[0] != "gzip" {
+		t.Errorf("received %d requests, encodings %q: want one, gzip'd", len(rcv.got), enc)
 	}
 }
 
