@@ -1,9 +1,7 @@
 package agent
 
 import (
-	"compress/gzip"
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
 
 	"github.com/weftdev/weft/pkg/config"
+	"github.com/weftdev/weft/pkg/export/otlptest"
 	"github.com/weftdev/weft/pkg/procinfo"
 	"github.com/weftdev/weft/pkg/profiler"
 )
@@ -30,16 +29,7 @@ func TestProfileSinkOverHTTP(t *testing.T) {
 		got []request
 	)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body := io.Reader(r.Body)
-		if r.Header.Get("Content-Encoding") == "gzip" {
-			zr, err := gzip.NewReader(r.Body)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			body = zr
-		}
-		b, err := io.ReadAll(body)
+		b, err := otlptest.ReadBody(r)
 		req := pprofileotlp.NewExportRequest()
 		if err == nil {
 			err = req.UnmarshalProto(b)

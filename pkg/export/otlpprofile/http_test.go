@@ -1,12 +1,10 @@
 package otlpprofile
 
 import (
-	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"encoding/pem"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -43,16 +41,7 @@ type httpReceiver struct {
 }
 
 func (r *httpReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	body := io.Reader(req.Body)
-	if req.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(req.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		body = zr
-	}
-	b, err := io.ReadAll(body)
+	b, err := otlptest.ReadBody(req)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return

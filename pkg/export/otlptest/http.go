@@ -1,8 +1,6 @@
 package otlptest
 
 import (
-	"compress/gzip"
-	"io"
 	"net/http"
 	"strings"
 
@@ -20,16 +18,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "want a POST of application/x-protobuf", http.StatusUnsupportedMediaType)
 		return
 	}
-	body := io.Reader(req.Body)
-	if req.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(req.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		body = zr
-	}
-	b, err := io.ReadAll(body)
+	b, err := ReadBody(req)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
