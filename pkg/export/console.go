@@ -109,7 +109,7 @@ func formatLine(s *spans.Span, service string) string {
 	fmt.Fprintf(&b, "%s %-20s %-6s %-7s %-25s %s %7s trace=%s span=%s parent=%s",
 		s.Start.Format("15:04:05.000"), printable(proc), s.Kind, printable(method), printable(target), status,
 		formatDuration(s.Duration()), s.TraceID, s.SpanID, parent)
-	if et := errorType(s); et != "" {
+	if et := s.ErrorTypeAttr(); et != "" {
 		b.WriteString(" error=" + printable(et))
 	}
 	if s.Profiled {
