@@ -35,6 +35,12 @@ type Options struct {
 	// Sampler decides for the spans the kernel gave no ids (it decides
 	// for all others); nil: OpenTelemetry's default.
 	Sampler *sampling.Sampler
+	// Router names routes; nil: Route's heuristics alone.
+	Router *Router
+	// Observe, when set, sees every finished span, sampled or not (span
+	// metrics count every request), before emit sees the sampled ones.
+	// It must not keep the pointer.
+	Observe func(*spans.Span)
 }
 
 func (o *Options) defaults() {
@@ -373,13 +379,13 @@ func (c *Correlator) newExchange(cn *conn, ev *event.Event, m *httpparse.Message
 	}
 }
 
-// describe names the span of a sampled exchange from its request target,
-// once it is done: the sampling decision may change until then (a
-// traceparent found after the head began), and an unsampled exchange is
-// only counted, so it is spared the work.
+// describe names the span of an exchange from its request target, once
+// it is done: the sampling decision may change until then (a traceparent
+// found after the head began), and an unsampled exchange is spared the
+// work unless span metrics need its route.
 func (c *Correlator) describe(ex *exchange) {
 	path, query := httpparse.SplitTarget(ex.target)
-	ex.span.Path, ex.span.Route = path, Route(path)
+	ex.span.Path, ex.span.Route = path, c.opts.Router.Route(path)
 	if c.opts.KeepQuery {
 		ex.span.Query = query
 	}
@@ -481,11 +487,18 @@ func (c *Correlator) done(ex *exchange) {
 	} else {
 		c.stats.ClientSpans.Add(1)
 	}
+	// An unsampled span is named only when span metrics need its route.
+	if c.opts.Observe != nil {
+		c.describe(ex)
+		c.opts.Observe(&ex.span)
+	}
 	if ex.span.TraceFlags&sampling.FlagSampled == 0 {
 		c.stats.Unsampled.Add(1)
 		return
 	}
-	c.describe(ex)
+	if c.opts.Observe == nil {
+		c.describe(ex)
+	}
 	c.emit(&ex.span)
 }
 
