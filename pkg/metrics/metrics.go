@@ -1,6 +1,6 @@
-// Package metrics exposes weft's self-metrics: a set of named counters
-// sampled from the components, logged periodically and served in the
-// Prometheus text format.
+// Package metrics serves weft's Prometheus endpoint: its self-metrics (a
+// set of named counters sampled from the components, also logged
+// periodically) and the OpenTelemetry metrics weft derives from spans.
 package metrics
 
 import (
@@ -13,6 +13,10 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
 )
 
 // Source reports a snapshot of counters by name.
@@ -22,7 +26,16 @@ type Source func() map[string]uint64
 type Registry struct {
 	mu       sync.Mutex
 	sources  []Source
+	otel     []otelCollector
 	handlers map[string]http.Handler
+}
+
+// AddOTel serves src's metrics too, each series labelled with the
+// resource attributes labels picks.
+func (r *Registry) AddOTel(src OTelSource, labels LabelsOf) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.otel = append(r.otel, otelCollector{src: src, labels: labels})
 }
 
 // Handle serves h at path on the metrics address too (set before Serve).
@@ -56,20 +69,43 @@ func (r *Registry) Snapshot() map[string]uint64 {
 	return out
 }
 
-// WriteText writes the snapshot as Prometheus text, names prefixed weft_.
+// WriteText writes every metric in the Prometheus text format; the
+// self-metrics are named weft_<name>.
 func (r *Registry) WriteText(w io.Writer) error {
-	snap := r.Snapshot()
-	names := make([]string, 0, len(snap))
-	for k := range snap {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		if _, err := fmt.Fprintf(w, "weft_%s %d\n", k, snap[k]); err != nil {
-			return err
+	mfs, err := r.gatherer().Gather()
+	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if e := enc.Encode(mf); e != nil {
+			return e
 		}
 	}
-	return nil
+	return err
+}
+
+// gatherer collects the sources as they are when it is called.
+func (r *Registry) gatherer() prometheus.Gatherer {
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(selfCollector{r})
+	r.mu.Lock()
+	for _, c := range r.otel {
+		reg.MustRegister(c)
+	}
+	r.mu.Unlock()
+	return reg
+}
+
+// selfCollector renders the self-metrics, untyped: some are counters,
+// some gauges, and the sources do not say which.
+type selfCollector struct{ r *Registry }
+
+func (selfCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (c selfCollector) Collect(ch chan<- prometheus.Metric) {
+	for k, v := range c.r.Snapshot() {
+		desc := prometheus.NewDesc("weft_"+sanitize(k), "weft self-metric "+k+".", nil, nil)
+		m, err := prometheus.NewConstMetric(desc, prometheus.UntypedValue, float64(v))
+		sendOrInvalid(ch, desc, m, err)
+	}
 }
 
 // Serve exposes /metrics on addr until the returned server is closed.
@@ -79,10 +115,7 @@ func (r *Registry) Serve(addr string) (*http.Server, net.Addr, error) {
 		return nil, nil, fmt.Errorf("listen for metrics on %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		_ = r.WriteText(w)
-	})
+	mux.Handle("/metrics", promhttp.HandlerFor(r.gatherer(), promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	// Profiling weft itself, on the same local-only address.
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,7 +8,9 @@ import (
 
 func TestServeText(t *testing.T) {
 	var r Registry
-	r.Add(func() map[string]uint64 { return map[string]uint64{"events_read": 3, "events_lost": 1} })
+	r.Add(func() map[string]uint64 {
+		return map[string]uint64{"events_read": 3, "events_lost": 1, "bytes": 12345678901}
+	})
 	srv, addr, err := r.Serve("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -19,12 +20,22 @@ func TestServeText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if got, want := string(b), "weft_events_lost 1\nweft_events_read 3\n"; got != want {
-		t.Fatalf("got %q want %q", got, want)
-	}
+	defer resp.Body.Close()
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
 		t.Error("content type", resp.Header.Get("Content-Type"))
+	}
+	mfs, err := ParseText(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := SelfMetrics(mfs)
+	want := map[string]uint64{"events_read": 3, "events_lost": 1, "bytes": 12345678901}
+	if len(got) != len(want) {
+		t.Fatalf("got %v want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %d, want %d", k, got[k], v)
+		}
 	}
 }

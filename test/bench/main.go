@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+
+	"github.com/weftdev/weft/pkg/metrics"
 )
 
 var (
@@ -35,7 +37,7 @@ var (
 	chainKA   = flag.Bool("chain-keepalive", false, "with -chain: the front keeps one backend connection per thread instead of one per call")
 	goChain   = flag.Bool("go-chain", false, "load a Go net/http chain: test/e2e/testdata/goasync's /req (waits 0-10 ms, calls the backend with net/http's client)")
 	nodeChain = flag.Bool("node-chain", false, "load a Node.js chain: test/e2e/testdata/nodeasync's /req (waits 0-10 ms, calls the backend with http.get through a keep-alive agent), weft's companion loaded by NODE_OPTIONS in every mode")
-	modes     = flag.String("modes", "off,on", "weft configurations, alternating: off, on, noprop (weft with --propagation=off), nohooks (weft with --runtime-hooks=off), floor (-send-cost only: no weft, the sender's connections in a pass-through sockhash), prof<Hz> (on, profiling at Hz), ratio<R> (on, sampling traces at ratio R)")
+	modes     = flag.String("modes", "off,on", "weft configurations, alternating: off, on, noprop (weft with --propagation=off), nohooks (weft with --runtime-hooks=off), floor (-send-cost only: no weft, the sender's connections in a pass-through sockhash), prof<Hz> (on, profiling at Hz), ratio<R> (on, sampling traces at ratio R), metrics (on, with RED and service-graph metrics, which every other mode leaves off)")
 )
 
 // rotated is order started at its i-th mode: over rounds, every mode runs
@@ -178,10 +180,18 @@ func startWeft(mode string, pids []int, otlp string, pre ...string) (*exec.Cmd, 
 		"--runtime-hooks="+hooks,
 		"--metrics-addr=127.0.0.1:"+strconv.Itoa(port), "--stats-interval=0", "--otlp-endpoint="+otlp, "--otlp-insecure")
 	args = append(args, profileArgs(mode)...)
+	args = append(args, spanMetricsArgs(mode)...)
 	w := exec.Command(args[0], append(args[1:], samplerArgs(mode)...)...)
 	check(w.Start())
 	waitHTTP(metrics)
 	return w, metrics
+}
+
+// spanMetricsArgs turns span metrics on only in the metrics mode, so that
+// the other modes measure what they did before metrics existed.
+func spanMetricsArgs(mode string) []string {
+	on := strconv.FormatBool(mode == "metrics")
+	return []string{"--metrics-red=" + on, "--metrics-service-graph=" + on}
 }
 
 func startServer(bin string, args ...string) (*exec.Cmd, string) {
@@ -375,11 +385,11 @@ func scrape(url string) map[string]uint64 {
 	resp, err := http.Get(url)
 	check(err)
 	defer resp.Body.Close()
+	mfs, err := metrics.ParseText(resp.Body)
+	check(err)
 	m := map[string]uint64{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		k, v, _ := strings.Cut(sc.Text(), " ")
-		m[k], _ = strconv.ParseUint(v, 10, 64)
+	for k, v := range metrics.SelfMetrics(mfs) {
+		m["weft_"+k] = v
 	}
 	return m
 }

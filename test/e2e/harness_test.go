@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/weftdev/weft/pkg/export/otlptest"
+	"github.com/weftdev/weft/pkg/metrics"
 	"github.com/weftdev/weft/pkg/testenv"
 )
 
@@ -218,19 +219,11 @@ func (w *weft) Metrics() (map[string]uint64, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	out := map[string]uint64{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		name, val, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
-			continue
-		}
-		n, err := strconv.ParseUint(val, 10, 64)
-		if err == nil {
-			out[strings.TrimPrefix(name, "weft_")] = n
-		}
+	mfs, err := metrics.ParseText(resp.Body)
+	if err != nil {
+		return nil, err
 	}
-	return out, sc.Err()
+	return metrics.SelfMetrics(mfs), nil
 }
 
 func freePort(t *testing.T) int {
