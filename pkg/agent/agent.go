@@ -83,15 +83,22 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 		}
 		defer prof.Close()
 	}
+	var reg metrics.Registry
+	sm, err := startSpanMetrics(ctx, cfg, resolver, &reg, version)
+	if err != nil {
+		return errors.Join(err, exp.Shutdown(ctx))
+	}
+	router, _ := correlate.NewRouter(cfg.Routes) // Validate checked the patterns
 	clock := correlate.NewClock()
 	corr := correlate.New(correlate.Options{
 		RequestTimeout: cfg.RequestTimeout,
 		KeepQuery:      cfg.KeepQuery,
 		Clock:          clock,
 		Sampler:        &sampler,
+		Router:         router,
+		Observe:        sm.observe(),
 	}, exp.Export)
 
-	var reg metrics.Registry
 	loop := &loop{tr: tr, corr: corr, sel: sel, resolver: resolver, clock: clock, seen: map[uint32]bool{}}
 	var attachers []*attacher
 	if cfg.JavaAgent == "attach" {
@@ -168,6 +175,7 @@ wait:
 	}
 	flushCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	sm.shutdown(flushCtx)
 	if err := exp.Shutdown(flushCtx); err != nil {
 		log.Warn("exporter shutdown", "err", err)
 	}

@@ -45,6 +45,11 @@ type Config struct {
 	Profile Profile `yaml:"profile"`
 	// Sampler decides which traces are recorded.
 	Sampler Sampler `yaml:"sampler"`
+	// Metrics are the metrics derived from spans.
+	Metrics Metrics `yaml:"metrics"`
+	// Routes are route patterns ("/users/{id}/orders", "/static/**") that
+	// name span routes and metric series before the heuristics do.
+	Routes []string `yaml:"routes"`
 
 	// RequestTimeout ends requests that never got an answer; their spans
 	// are exported with error.type "timeout".
@@ -94,6 +99,7 @@ func Default() Config {
 		OTLP:           defaultOTLP(),
 		Profile:        defaultProfile(),
 		Sampler:        Sampler{Name: "parentbased_always_on"},
+		Metrics:        defaultMetrics(),
 	}
 }
 
@@ -147,6 +153,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Sampler.validate(); err != nil {
+		return err
+	}
+	if err := c.validateMetrics(); err != nil {
 		return err
 	}
 	switch c.LogLevel {

@@ -30,6 +30,8 @@ type Flags struct {
 	otlp         otlpFlags
 	profile      profileFlags
 	sampler      samplerFlags
+	metrics      metricsFlags
+	routes       []string
 }
 
 // RegisterFlags declares the flags on fs.
@@ -63,6 +65,11 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.logLevel, "log-level", d.LogLevel, "debug, info, warn or error")
 	f.profile.register(fs, d.Profile)
 	f.sampler.register(fs, d.Sampler)
+	f.metrics.register(fs, d.Metrics)
+	fs.Func("route", "a route pattern, e.g. /users/{id}/orders or /static/** (repeatable, or comma-separated)", func(v string) error {
+		f.routes = append(f.routes, splitList(v)...)
+		return nil
+	})
 	return f
 }
 
@@ -107,10 +114,13 @@ func (f *Flags) apply(c *Config, fs *flag.FlagSet) error {
 			c.StatsInterval = f.statsEvery
 		case "log-level":
 			c.LogLevel = f.logLevel
+		case "route":
+			c.Routes = f.routes
 		default:
 			f.profile.apply(&c.Profile, fl.Name)
 			err = f.otlp.apply(&c.OTLP, fl.Name)
 			f.sampler.apply(&c.Sampler, fl.Name)
+			f.metrics.apply(&c.Metrics, fl.Name)
 		}
 		if err != nil {
 			err = fmt.Errorf("-%s: %w", fl.Name, err)

@@ -75,6 +75,8 @@ func applyEnv(c *Config, getenv func(string) string) error {
 	set("WEFT_LOG_LEVEL", func(v string) error { c.LogLevel = v; return nil })
 	applyProfileEnv(&c.Profile, set)
 	applySamplerEnv(&c.Sampler, set)
+	applyMetricsEnv(&c.Metrics, set)
+	set("WEFT_ROUTES", func(v string) error { c.Routes = splitList(v); return nil })
 	return err
 }
 

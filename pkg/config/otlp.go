@@ -80,14 +80,25 @@ func (o OTLP) Target() (OTLPTarget, error) {
 	if endpoint == "" {
 		endpoint, generic, key = o.Endpoint, true, "endpoint"
 	}
+	return o.target(endpoint, generic, "v1/traces", otlpSetting(key), protocolChoice{o.Protocol, "otlp.protocol", otlpSetting("protocol")})
+}
+
+// protocolChoice is a signal's protocol setting: its value, its key for
+// the log, and its every name for errors.
+type protocolChoice struct{ value, key, setting string }
+
+// target applies the endpoint rules for one signal: a generic endpoint
+// gets signalPath appended for OTLP/HTTP, a signal's own is used as it is.
+// setting names the endpoint's setting in errors.
+func (o OTLP) target(endpoint string, generic bool, signalPath, setting string, protocol protocolChoice) (OTLPTarget, error) {
 	if endpoint == "" {
 		return OTLPTarget{}, errors.New("otlp: no endpoint")
 	}
-	t := OTLPTarget{Protocol: o.Protocol, Why: "otlp.protocol is set"}
+	t := OTLPTarget{Protocol: protocol.value, Why: protocol.key + " is set"}
 	if t.Protocol == "" {
 		var err error
 		if t.Protocol, t.Why, err = inferProtocol(endpoint); err != nil {
-			return OTLPTarget{}, fmt.Errorf("%s %q: %w", otlpSetting(key), endpoint, err)
+			return OTLPTarget{}, fmt.Errorf("%s %q: %w", setting, endpoint, err)
 		}
 	}
 	var err error
@@ -95,12 +106,12 @@ func (o OTLP) Target() (OTLPTarget, error) {
 	case ProtocolGRPC:
 		t.Endpoint, err = grpcEndpoint(endpoint)
 	case ProtocolHTTPProtobuf:
-		t.Endpoint, err = httpTracesURL(endpoint, generic, o.Insecure)
+		t.Endpoint, err = httpSignalURL(endpoint, signalPath, generic, o.Insecure)
 	default:
-		return OTLPTarget{}, fmt.Errorf("%s %q: want grpc or http/protobuf", otlpSetting("protocol"), t.Protocol)
+		return OTLPTarget{}, fmt.Errorf("%s %q: want grpc or http/protobuf", protocol.setting, t.Protocol)
 	}
 	if err != nil {
-		return OTLPTarget{}, fmt.Errorf("%s %q: %w", otlpSetting(key), endpoint, err)
+		return OTLPTarget{}, fmt.Errorf("%s %q: %w", setting, endpoint, err)
 	}
 	return t, nil
 }
@@ -168,18 +179,18 @@ func grpcEndpoint(endpoint string) (string, error) {
 	return endpoint, nil
 }
 
-// httpTracesURL is the URL OTLP/HTTP posts spans to: a base URL (the
-// generic endpoint) gets /v1/traces appended to its path; the traces
-// endpoint is kept, an empty path being /. Without a scheme it is https,
-// or http when insecure.
-func httpTracesURL(endpoint string, base, insecure bool) (string, error) {
+// httpSignalURL is the URL OTLP/HTTP posts a signal to: a base URL (the
+// generic endpoint) gets signalPath (v1/traces) appended to its path; a
+// signal's own endpoint is kept, an empty path being /. Without a scheme
+// it is https, or http when insecure.
+func httpSignalURL(endpoint, signalPath string, base, insecure bool) (string, error) {
 	u, err := otlpurl.Parse(endpoint, insecure)
 	if err != nil {
 		return "", err
 	}
 	switch {
 	case base:
-		u.Path, u.RawPath = path.Join("/", u.Path, "v1/traces"), ""
+		u.Path, u.RawPath = path.Join("/", u.Path, signalPath), ""
 	case u.Path == "":
 		u.Path = "/"
 	}

@@ -99,7 +99,8 @@ func measureJVM(mode string, jar func(string) string, agent, otlp string) jvmRun
 		port := freePort()
 		metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
 		w = exec.Command(*weftBin, "run", "--pid="+strconv.Itoa(pids[0])+","+strconv.Itoa(pids[1]),
-			"--metrics-addr=127.0.0.1:"+strconv.Itoa(port), "--stats-interval=0", "--otlp-endpoint="+otlp, "--otlp-insecure")
+			"--metrics-addr=127.0.0.1:"+strconv.Itoa(port), "--stats-interval=0", "--otlp-endpoint="+otlp, "--otlp-insecure",
+			"--metrics-red=false", "--metrics-service-graph=false")
 		check(w.Start())
 		defer func() { w.Process.Signal(os.Interrupt); w.Wait() }()
 		waitHTTP(metrics)

@@ -1,6 +1,6 @@
 // Command websrv is the traced application of weft's end-to-end tests.
 //
-//	-mode=nethttp  a net/http server: /hello, /sleep?ms=N, /status/N, /big?bytes=N,
+//	-mode=nethttp  a net/http server: /hello, /sleep?ms=N[&status=S], /status/N, /big?bytes=N,
 //	               /burn?ms=N (N ms of CPU in weftBurnCPUHotLoop, default 200),
 //	               /work/... (200 after 0-10 ms, for the async-parents tests)
 //	-background-burn  also burn CPU outside any request, in weftBackgroundBurn
@@ -91,6 +91,9 @@ func handlers() http.Handler {
 	mux.HandleFunc("/sleep", func(w http.ResponseWriter, r *http.Request) {
 		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
 		time.Sleep(time.Duration(ms) * time.Millisecond)
+		if code, err := strconv.Atoi(r.URL.Query().Get("status")); err == nil && code >= 200 && code <= 599 {
+			w.WriteHeader(code)
+		}
 		io.WriteString(w, "slept\n")
 	})
 	mux.HandleFunc("/status/{code}", func(w http.ResponseWriter, r *http.Request) {
