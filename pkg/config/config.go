@@ -45,6 +45,8 @@ type Config struct {
 	Profile Profile `yaml:"profile"`
 	// Sampler decides which traces are recorded.
 	Sampler Sampler `yaml:"sampler"`
+	// Kubernetes adds pod metadata to the resources of processes in pods.
+	Kubernetes Kubernetes `yaml:"kubernetes"`
 
 	// RequestTimeout ends requests that never got an answer; their spans
 	// are exported with error.type "timeout".
@@ -94,6 +96,7 @@ func Default() Config {
 		OTLP:           defaultOTLP(),
 		Profile:        defaultProfile(),
 		Sampler:        Sampler{Name: "parentbased_always_on"},
+		Kubernetes:     defaultKubernetes(),
 	}
 }
 
@@ -147,6 +150,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Sampler.validate(); err != nil {
+		return err
+	}
+	if err := c.Kubernetes.validate(); err != nil {
 		return err
 	}
 	switch c.LogLevel {

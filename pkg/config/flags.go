@@ -30,6 +30,7 @@ type Flags struct {
 	otlp         otlpFlags
 	profile      profileFlags
 	sampler      samplerFlags
+	kube         kubernetesFlags
 }
 
 // RegisterFlags declares the flags on fs.
@@ -63,6 +64,7 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.logLevel, "log-level", d.LogLevel, "debug, info, warn or error")
 	f.profile.register(fs, d.Profile)
 	f.sampler.register(fs, d.Sampler)
+	f.kube.register(fs, d.Kubernetes)
 	return f
 }
 
@@ -111,6 +113,7 @@ func (f *Flags) apply(c *Config, fs *flag.FlagSet) error {
 			f.profile.apply(&c.Profile, fl.Name)
 			err = f.otlp.apply(&c.OTLP, fl.Name)
 			f.sampler.apply(&c.Sampler, fl.Name)
+			f.kube.apply(&c.Kubernetes, fl.Name)
 		}
 		if err != nil {
 			err = fmt.Errorf("-%s: %w", fl.Name, err)

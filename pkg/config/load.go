@@ -75,6 +75,7 @@ func applyEnv(c *Config, getenv func(string) string) error {
 	set("WEFT_LOG_LEVEL", func(v string) error { c.LogLevel = v; return nil })
 	applyProfileEnv(&c.Profile, set)
 	applySamplerEnv(&c.Sampler, set)
+	applyKubernetesEnv(&c.Kubernetes, set)
 	return err
 }
 
