@@ -16,9 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	appsv1 "k8s.io/client-go/kubernetes/typed/apps/v1"
-	batchv1 "k8s.io/client-go/kubernetes/typed/batch/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -105,21 +102,9 @@ func New(cfg Config) (*Source, error) {
 	if cfg.SyncTimeout <= 0 {
 		cfg.SyncTimeout = 30 * time.Second
 	}
-	hc, err := rest.HTTPClientFor(rc)
+	cs, err := newClients(rc)
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
-	}
-	core, err := corev1client.NewForConfigAndClient(rc, hc)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes core client: %w", err)
-	}
-	apps, err := appsv1.NewForConfigAndClient(rc, hc)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes apps client: %w", err)
-	}
-	batch, err := batchv1.NewForConfigAndClient(rc, hc)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes batch client: %w", err)
+		return nil, err
 	}
 	// client-go logs through klog (the reflector's list and watch
 	// failures among others): into weft's log instead of stderr.
@@ -131,12 +116,12 @@ func New(cfg Config) (*Source, error) {
 		timeout:    cfg.SyncTimeout,
 		log:        log,
 		host:       rc.Host,
-		owners:     newOwnerLookup(apps, batch, log),
+		owners:     newOwnerLookup(cs.apps, cs.batch, log),
 		pods:       map[string]*podRecord{},
 		containers: map[string]containerRef{},
 	}
 	sel := fields.OneTermEqualSelector("spec.nodeName", cfg.NodeName).String()
-	lw := cache.NewFilteredListWatchFromClient(core.RESTClient(), "pods", metav1.NamespaceAll,
+	lw := cache.NewFilteredListWatchFromClient(cs.core, "pods", metav1.NamespaceAll,
 		func(o *metav1.ListOptions) { o.FieldSelector = sel })
 	s.informer = cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{})
 	if err := s.informer.SetTransform(trimPod); err != nil {

@@ -8,11 +8,12 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	appsv1 "k8s.io/client-go/kubernetes/typed/apps/v1"
-	batchv1 "k8s.io/client-go/kubernetes/typed/batch/v1"
+	"k8s.io/client-go/rest"
 )
 
 const (
@@ -30,8 +31,8 @@ const (
 // reference names its StatefulSet, DaemonSet, ReplicaSet or Job. Lookups
 // are cached, so a node's pods of one ReplicaSet cost one GET.
 type ownerLookup struct {
-	apps  appsv1.ReplicaSetsGetter
-	batch batchv1.JobsGetter
+	apps  rest.Interface // apps/v1
+	batch rest.Interface // batch/v1
 	log   *slog.Logger
 	now   func() time.Time
 
@@ -45,7 +46,7 @@ type ownerName struct {
 	expires time.Time // zero: for good
 }
 
-func newOwnerLookup(apps appsv1.ReplicaSetsGetter, batch batchv1.JobsGetter, log *slog.Logger) *ownerLookup {
+func newOwnerLookup(apps, batch rest.Interface, log *slog.Logger) *ownerLookup {
 	return &ownerLookup{apps: apps, batch: batch, log: log, now: time.Now,
 		cache: map[string]ownerName{}, warned: map[string]bool{}}
 }
@@ -98,9 +99,11 @@ func (l *ownerLookup) parent(ctx context.Context, kind, ns, name, parentKind str
 	var err error
 	switch kind {
 	case "ReplicaSet":
-		meta, err = l.apps.ReplicaSets(ns).Get(ctx, name, metav1.GetOptions{})
+		rs := &appsv1.ReplicaSet{}
+		meta, err = rs, l.apps.Get().Namespace(ns).Resource("replicasets").Name(name).Do(ctx).Into(rs)
 	case "Job":
-		meta, err = l.batch.Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+		job := &batchv1.Job{}
+		meta, err = job, l.batch.Get().Namespace(ns).Resource("jobs").Name(name).Do(ctx).Into(job)
 	default:
 		err = fmt.Errorf("no lookup of %s", kind)
 	}
