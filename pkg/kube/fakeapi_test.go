@@ -32,6 +32,8 @@ type fakeAPI struct {
 	// selectors are the field selectors pods were listed or watched with.
 	selectors []string
 	gets      []string
+	// forbidden refuses every GET, as the API does without RBAC rights.
+	forbidden bool
 }
 
 type watchEvent struct {
@@ -152,8 +154,18 @@ func (f *fakeAPI) getHandler(kind string) http.HandlerFunc {
 		f.mu.Lock()
 		f.gets = append(f.gets, key)
 		o, ok := f.objects[key]
+		forbidden := f.forbidden
 		f.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
+		if forbidden {
+			w.WriteHeader(http.StatusForbidden)
+			_ = json.NewEncoder(w).Encode(metav1.Status{
+				TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+				Status:   metav1.StatusFailure, Reason: metav1.StatusReasonForbidden, Code: http.StatusForbidden,
+				Message: "forbidden",
+			})
+			return
+		}
 		if !ok {
 			w.WriteHeader(http.StatusNotFound)
 			_ = json.NewEncoder(w).Encode(metav1.Status{

@@ -234,6 +234,35 @@ func TestPodAddedLater(t *testing.T) {
 	if got := attrMap(func() *resource.Resource { res, _ := r.Resolve(10); return res }()); got["k8s.deployment.name"] != "checkout" {
 		t.Errorf("deployment %q, want checkout from the ReplicaSet's name", got["k8s.deployment.name"])
 	}
+	// The API said not found (not failed): the guess is kept for good.
+	src.owners.mu.Lock()
+	defer src.owners.mu.Unlock()
+	if c, ok := src.owners.cache["ReplicaSet/shop/checkout-7d9f8c6b5"]; !ok || !c.expires.IsZero() {
+		t.Errorf("owner cache %+v, want the not-found ReplicaSet cached for good", src.owners.cache)
+	}
+}
+
+// Without the right to read ReplicaSets, weft warns once and takes the
+// Deployment's name from the ReplicaSet's, asking again later.
+func TestOwnersForbidden(t *testing.T) {
+	api := newFakeAPI(t)
+	api.forbidden = true
+	api.addPod(checkoutPod())
+	var logs syncBuffer
+	src := startSource(t, api.rest(), slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})), 0)
+	var info procinfo.PodInfo
+	waitFor(t, "the pod", func() (ok bool) { info, ok = src.Pod(checkoutCID, ""); return ok })
+	if info.ServiceName != "checkout" {
+		t.Errorf("service name %q, want checkout from the ReplicaSet's name", info.ServiceName)
+	}
+	if !strings.Contains(logs.String(), "check weft's RBAC") {
+		t.Errorf("no warning about RBAC; logs:\n%s", logs.String())
+	}
+	src.owners.mu.Lock()
+	defer src.owners.mu.Unlock()
+	if c := src.owners.cache["ReplicaSet/shop/checkout-7d9f8c6b5"]; c.expires.IsZero() {
+		t.Errorf("a refused lookup cached for good: %+v", c)
+	}
 }
 
 // syncBuffer is a log sink safe for the informer's goroutines.
