@@ -44,7 +44,7 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 	}
 	// The exporter first: a bad certificate file stops weft before any
 	// program is loaded.
-	resolver, err := procinfo.NewResolver(procinfo.Config{Version: version})
+	resolver, err := procinfo.NewResolver(procinfo.Config{Version: version, Metadata: kubeMetadata(ctx, cfg.Kubernetes)})
 	if err != nil {
 		return fmt.Errorf("process resolver: %w", err)
 	}

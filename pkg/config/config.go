@@ -50,6 +50,8 @@ type Config struct {
 	// Routes are route patterns ("/users/{id}/orders", "/static/**") that
 	// name span routes and metric series before the heuristics do.
 	Routes []string `yaml:"routes"`
+	// Kubernetes adds pod metadata to the resources of processes in pods.
+	Kubernetes Kubernetes `yaml:"kubernetes"`
 
 	// RequestTimeout ends requests that never got an answer; their spans
 	// are exported with error.type "timeout".
@@ -100,6 +102,7 @@ func Default() Config {
 		Profile:        defaultProfile(),
 		Sampler:        Sampler{Name: "parentbased_always_on"},
 		Metrics:        defaultMetrics(),
+		Kubernetes:     defaultKubernetes(),
 	}
 }
 
@@ -156,6 +159,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validateMetrics(); err != nil {
+		return err
+	}
+	if err := c.Kubernetes.validate(); err != nil {
 		return err
 	}
 	switch c.LogLevel {

@@ -32,6 +32,7 @@ type Flags struct {
 	sampler      samplerFlags
 	metrics      metricsFlags
 	routes       []string
+	kube         kubernetesFlags
 }
 
 // RegisterFlags declares the flags on fs.
@@ -70,6 +71,7 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 		f.routes = append(f.routes, splitList(v)...)
 		return nil
 	})
+	f.kube.register(fs, d.Kubernetes)
 	return f
 }
 
@@ -121,6 +123,7 @@ func (f *Flags) apply(c *Config, fs *flag.FlagSet) error {
 			err = f.otlp.apply(&c.OTLP, fl.Name)
 			f.sampler.apply(&c.Sampler, fl.Name)
 			f.metrics.apply(&c.Metrics, fl.Name)
+			f.kube.apply(&c.Kubernetes, fl.Name)
 		}
 		if err != nil {
 			err = fmt.Errorf("-%s: %w", fl.Name, err)

@@ -77,6 +77,7 @@ func applyEnv(c *Config, getenv func(string) string) error {
 	applySamplerEnv(&c.Sampler, set)
 	applyMetricsEnv(&c.Metrics, set)
 	set("WEFT_ROUTES", func(v string) error { c.Routes = splitList(v); return nil })
+	applyKubernetesEnv(&c.Kubernetes, set)
 	return err
 }
 

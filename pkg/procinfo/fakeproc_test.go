@@ -21,6 +21,8 @@ type fakeProc struct {
 	args  []string
 	env   []string
 	uid   string // effective uid in status; empty for no status file
+	// cgroup is the contents of /proc/<pid>/cgroup; empty for no file.
+	cgroup string
 }
 
 // writeProc (re)creates /proc/<pid> under root.
@@ -46,6 +48,9 @@ func writeProc(t *testing.T, root string, pid uint32, p fakeProc) {
 	write("environ", joinNUL(p.env))
 	if p.uid != "" {
 		write("status", fmt.Sprintf("Name:\t%s\nUid:\t%s\t%s\t%s\t%s\n", p.comm, p.uid, p.uid, p.uid, p.uid))
+	}
+	if p.cgroup != "" {
+		write("cgroup", p.cgroup)
 	}
 	if p.exe != "" {
 		if err := os.Symlink(p.exe, filepath.Join(dir, "exe")); err != nil {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/weftdev/weft/pkg/cgroupid"
 )
 
 // maxProcFileSize bounds how much of cmdline or environ is read. Both can be
@@ -120,6 +122,16 @@ func (fs procFS) environ(pid uint32, names ...string) map[string]string {
 		}
 	}
 	return out
+}
+
+// cgroup returns the container and pod that /proc/<pid>/cgroup names, if
+// any.
+func (fs procFS) cgroup(pid uint32) cgroupid.Identity {
+	b, err := readLimited(fs.path(pid, "cgroup"), 64<<10)
+	if err != nil {
+		return cgroupid.Identity{}
+	}
+	return cgroupid.FromProcCgroup(b)
 }
 
 // uid returns the effective uid from /proc/<pid>/status, the user ps shows.

@@ -13,6 +13,8 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"go.opentelemetry.io/otel/sdk/resource"
+
+	"github.com/weftdev/weft/pkg/cgroupid"
 )
 
 // Config configures a Resolver. The zero value is ready for production use.
@@ -36,6 +38,11 @@ type Config struct {
 	// span, so it must not cost syscalls each time; Invalidate forces the
 	// check (weft calls it when a process execs).
 	Revalidate time.Duration
+	// Metadata, when set, adds what the orchestrator knows of processes
+	// in containers (pkg/kube). It may learn of a pod after its processes
+	// were first resolved: those are asked about again every Revalidate
+	// until it does.
+	Metadata Metadata
 }
 
 const (
@@ -52,6 +59,7 @@ type Resolver struct {
 	cache      *lru.Cache[uint32, *entry]
 	host       hostInfo
 	owners     *ownerNames
+	meta       Metadata
 	missingTTL time.Duration
 	revalidate time.Duration
 	now        func() time.Time
@@ -69,6 +77,13 @@ type entry struct {
 	// checked is when /proc last confirmed this identity (unix ns); 0
 	// forces the next Resolve to check.
 	checked atomic.Int64
+	// cgroup is the container and pod the process is in.
+	cgroup cgroupid.Identity
+	// podLater: the process is in a container the metadata source did
+	// not know yet (its informer syncs after weft starts, a pod's status
+	// names its containers only once they run), so the identity is
+	// rebuilt once it does.
+	podLater bool
 }
 
 // NewResolver returns a Resolver for cfg, with defaults filled in.
@@ -105,6 +120,7 @@ func NewResolver(cfg Config) (*Resolver, error) {
 		cache:      cache,
 		host:       hostInfo{name: cfg.HostName, id: readMachineID(cfg.MachineIDPath, log), version: cfg.Version},
 		owners:     newOwnerNames(),
+		meta:       cfg.Metadata,
 		missingTTL: cfg.MissingTTL,
 		revalidate: cfg.Revalidate,
 		now:        time.Now,
@@ -134,7 +150,7 @@ func (r *Resolver) Resolve(pid uint32) (*resource.Resource, string) {
 		return e.res, e.service
 	}
 	exe := r.fs.exe(pid)
-	if hit && cached.expires.IsZero() && cached.startTime == st.startTime && (exe == cached.exe || exe == "") {
+	if hit && cached.expires.IsZero() && cached.startTime == st.startTime && (exe == cached.exe || exe == "") && !r.podKnownNow(cached) {
 		cached.checked.Store(now.UnixNano())
 		return cached.res, cached.service
 	}
@@ -142,6 +158,16 @@ func (r *Resolver) Resolve(pid uint32) (*resource.Resource, string) {
 	e.checked.Store(now.UnixNano())
 	r.cache.Add(pid, e)
 	return e.res, e.service
+}
+
+// podKnownNow reports whether the metadata source has learnt of the pod of
+// a process that was resolved without it.
+func (r *Resolver) podKnownNow(e *entry) bool {
+	if !e.podLater {
+		return false
+	}
+	_, ok := r.pod(e.cgroup.ContainerID, e.cgroup.PodUID)
+	return ok
 }
 
 // Invalidate makes the next Resolve of pid re-read /proc (after an exec,

@@ -50,7 +50,9 @@ func (r *Resolver) build(pid uint32, st procStat, exe string) *entry {
 	if exe != "" {
 		exeName = path.Base(exe)
 	}
-	service := validUTF8(serviceName(env, envAttrs, exeName, args))
+	cg := r.fs.cgroup(pid)
+	pod, podKnown := r.pod(cg.ContainerID, cg.PodUID)
+	service := validUTF8(serviceName(env, envAttrs, pod.ServiceName, exeName, args))
 	if service == "" {
 		service = unknownServiceName(validUTF8(st.comm), pid)
 	}
@@ -76,6 +78,15 @@ func (r *Resolver) build(pid uint32, st procStat, exe string) *entry {
 	if exeName == "java" {
 		attrs = append(attrs, semconv.ProcessRuntimeName("java"))
 	}
+	if cg.ContainerID != "" {
+		attrs = append(attrs, semconv.ContainerID(cg.ContainerID))
+	}
+	for _, kv := range pod.Attributes {
+		if kv.Value.Type() == attribute.STRING {
+			kv.Value = attribute.StringValue(validUTF8(kv.Value.AsString()))
+		}
+		attrs = append(attrs, kv)
+	}
 	// The process's own OTEL_RESOURCE_ATTRIBUTES override what we detected,
 	// as they would inside an SDK; service.name is re-added last because
 	// its precedence rules were applied above.
@@ -89,7 +100,18 @@ func (r *Resolver) build(pid uint32, st procStat, exe string) *entry {
 		exe:       exe,
 		res:       resource.NewWithAttributes(schemaURL, attrs...),
 		service:   service,
+		cgroup:    cg,
+		podLater:  !podKnown && r.meta != nil && (cg.ContainerID != "" || cg.PodUID != ""),
 	}
+}
+
+// pod asks the metadata source, when there is one, about a process in a
+// container or pod.
+func (r *Resolver) pod(containerID, podUID string) (PodInfo, bool) {
+	if r.meta == nil || (containerID == "" && podUID == "") {
+		return PodInfo{}, false
+	}
+	return r.meta.Pod(containerID, podUID)
 }
 
 // ownerNames caches uid to user name lookups, which read /etc/passwd.

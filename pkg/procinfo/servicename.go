@@ -18,8 +18,10 @@ const (
 // serviceName applies the naming rules in order of how explicitly the
 // process's owner chose the name: OTEL_SERVICE_NAME, then service.name in
 // OTEL_RESOURCE_ATTRIBUTES (as an OpenTelemetry SDK inside the process would),
-// then for a JVM the main class or jar, then the executable name.
-func serviceName(env map[string]string, envAttrs []attribute.KeyValue, exeName string, args []string) string {
+// then the name its orchestrator implies (podService: Kubernetes
+// annotations, labels and workload, see pkg/kube), then for a JVM the main
+// class or jar, then the executable name.
+func serviceName(env map[string]string, envAttrs []attribute.KeyValue, podService, exeName string, args []string) string {
 	if n := strings.TrimSpace(env[envServiceName]); n != "" {
 		return n
 	}
@@ -29,6 +31,9 @@ func serviceName(env map[string]string, envAttrs []attribute.KeyValue, exeName s
 				return n
 			}
 		}
+	}
+	if n := strings.TrimSpace(podService); n != "" {
+		return n
 	}
 	if exeName == "java" {
 		if n := jvmMainName(args); n != "" {

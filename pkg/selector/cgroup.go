@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/weftdev/weft/pkg/cgroupid"
 )
 
 // maxCgroupLevel bounds the depth of a selected cgroup: the kernel side
@@ -144,13 +146,11 @@ func findContainerDir(root, id string) string {
 }
 
 // containerDirHolds reports whether a cgroup directory's name is that of
-// the container whose id starts with id.
+// the container whose id starts with id (a container monitor's, such as
+// crio-conmon-ID.scope, is not).
 func containerDirHolds(name, id string) bool {
-	name = strings.TrimSuffix(name, ".scope")
-	if i := strings.LastIndexAny(name, "-:"); i >= 0 {
-		name = name[i+1:]
-	}
-	return len(name) >= len(id) && strings.HasPrefix(name, id)
+	full, _ := cgroupid.FromName(name)
+	return full != "" && strings.HasPrefix(full, strings.ToLower(id))
 }
 
 // under reports whether directory dir is cg or below it.

@@ -16,6 +16,7 @@ func TestContainerDirectoryNames(t *testing.T) {
 		"libpod-" + id + ".scope":         true,
 		id:                                true,
 		"docker-" + id[:20] + ".scope":    false, // shorter than the id asked for
+		"crio-conmon-" + id + ".scope":    false, // the container's monitor
 		"kubepods-besteffort.slice":       false,
 		"system.slice":                    false,
 	} {

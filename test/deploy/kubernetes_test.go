@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -291,6 +292,12 @@ type (
 		}
 		Data            map[string]string // ConfigMaps
 		serviceSelector map[string]string
+		// ClusterRoles and ClusterRoleBindings.
+		Rules []struct {
+			APIGroups, Resources, Verbs []string
+		}
+		RoleRef  struct{ APIGroup, Kind, Name string }
+		Subjects []struct{ Kind, Name, Namespace string }
 	}
 )
 
@@ -385,7 +392,7 @@ func TestKubernetesManifestsValid(t *testing.T) {
 		t.Logf("valid: %s", o.where)
 		kinds[o.gvk.kind] = true
 	}
-	for _, k := range []string{"Namespace", "ServiceAccount", "DaemonSet", "Deployment", "Service", "ConfigMap"} {
+	for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "DaemonSet", "Deployment", "Service", "ConfigMap"} {
 		if !kinds[k] {
 			t.Errorf("no %s in deploy/kubernetes", k)
 		}
@@ -462,6 +469,10 @@ func matches(sel, labels map[string]string) bool {
 	return true
 }
 
+// clusterScoped are the kinds of the manifests that live outside
+// namespaces.
+var clusterScoped = map[string]bool{"Namespace": true, "ClusterRole": true, "ClusterRoleBinding": true}
+
 // What the API server would only find out when the pods run: references
 // between the objects of the manifests.
 func TestKubernetesReferences(t *testing.T) {
@@ -473,7 +484,10 @@ func TestKubernetesReferences(t *testing.T) {
 		}
 	}
 	for _, o := range objs {
-		if o.gvk.kind == "Namespace" {
+		if clusterScoped[o.gvk.kind] {
+			if o.Metadata.Namespace != "" {
+				t.Errorf("%s: a %s has no namespace", o.where, o.gvk.kind)
+			}
 			continue
 		}
 		// Explicit, so that `kubectl apply` does not put them in whatever
@@ -525,6 +539,19 @@ func TestKubernetesReferences(t *testing.T) {
 				if pr != nil && pr.HTTPGet != nil && pr.HTTPGet.Port.StrVal != "" && !ports[pr.HTTPGet.Port.StrVal] {
 					t.Errorf("%s: container %s: %s probe port %q is no named port", w.where, c.Name, what, pr.HTTPGet.Port.StrVal)
 				}
+			}
+		}
+	}
+	for _, o := range objs {
+		if o.gvk.kind != "ClusterRoleBinding" {
+			continue
+		}
+		if _, ok := find(objs, o.RoleRef.Kind, "", o.RoleRef.Name); !ok {
+			t.Errorf("%s: %s %s is created by no manifest", o.where, o.RoleRef.Kind, o.RoleRef.Name)
+		}
+		for _, sub := range o.Subjects {
+			if _, ok := find(objs, sub.Kind, sub.Namespace, sub.Name); sub.Kind == "ServiceAccount" && !ok {
+				t.Errorf("%s: service account %s/%s is created by no manifest", o.where, sub.Namespace, sub.Name)
 			}
 		}
 	}
@@ -688,6 +715,23 @@ func TestKubernetesWeftDaemonSet(t *testing.T) {
 		}
 	}
 
+	// Pod metadata (pkg/kube): the pods of this node, read with the
+	// service account's rights.
+	nodeName := false
+	for _, e := range c.Env {
+		nodeName = nodeName || (e.Name == "NODE_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName")
+	}
+	if !nodeName {
+		t.Error("no NODE_NAME from spec.nodeName: weft would watch the pods of the node its host name names")
+	}
+	for _, want := range []struct{ group, resource, verb string }{
+		{"", "pods", "list"}, {"", "pods", "watch"}, {"apps", "replicasets", "get"}, {"batch", "jobs", "get"},
+	} {
+		if !granted(objs, "weft", spec.ServiceAccountName, want.group, want.resource, want.verb) {
+			t.Errorf("service account weft/%s may not %s %s", spec.ServiceAccountName, want.verb, want.resource)
+		}
+	}
+
 	env := podEnv(c)
 	checkWeftSettings(t, "DaemonSet weft", env, runArgs(t, "DaemonSet weft", append(append([]string{}, c.Command...), c.Args...)))
 
@@ -727,6 +771,30 @@ func TestKubernetesWeftDaemonSet(t *testing.T) {
 	if strconv.Itoa(probePort) != metricsPort {
 		t.Errorf("liveness probe on port %d, weft serves metrics on %s", probePort, env["WEFT_METRICS_ADDR"])
 	}
+}
+
+// granted reports whether a ClusterRole bound to service account ns/sa
+// allows verb on group's resource.
+func granted(objs []kubeObject, ns, sa, group, resource, verb string) bool {
+	for _, b := range objs {
+		if b.gvk.kind != "ClusterRoleBinding" || b.RoleRef.Kind != "ClusterRole" {
+			continue
+		}
+		bound := false
+		for _, sub := range b.Subjects {
+			bound = bound || (sub.Kind == "ServiceAccount" && sub.Namespace == ns && sub.Name == sa)
+		}
+		role, ok := find(objs, "ClusterRole", "", b.RoleRef.Name)
+		if !bound || !ok {
+			continue
+		}
+		for _, r := range role.Rules {
+			if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // checkCollectorReceives: the collector behind the weft endpoint has an OTLP
