@@ -16,6 +16,14 @@ echo "## Sampling: weft's CPU per request at 3000 requests/s, every trace sample
 echo
 go run ./test/bench -rate 3000 -rounds 6 -duration 10s -modes on,ratio0.1,ratio0 "$@"
 echo
+echo "## Span metrics: weft's CPU per request at 3000 requests/s, metrics off / on"
+echo
+go run ./test/bench -rate 3000 -rounds 5 -duration 8s -modes on,metrics "$@"
+echo
+echo "## Span metrics: ns per span and memory of 1,000 services x 100 routes"
+echo
+go test -run '^$' -bench . -count 5 ./pkg/spanmetrics
+echo
 echo "## Right parents: a Go net/http chain at 1000 requests/s, off / on without runtime hooks / on"
 echo
 go run ./test/bench -go-chain -rate 1000 -rounds 6 -modes off,nohooks,on "$@"
