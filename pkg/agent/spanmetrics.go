@@ -32,33 +32,31 @@ func startSpanMetrics(ctx context.Context, cfg config.Config, r *procinfo.Resolv
 		RED:          cfg.Metrics.RED,
 		ServiceGraph: cfg.Metrics.ServiceGraph,
 		RouteLimit:   cfg.Metrics.RouteLimit,
-		Delta:        otlp && cfg.Metrics.Delta(),
+		Delta:        cfg.Metrics.Delta(),
+		Exponential:  cfg.Metrics.Exponential(),
 		Self:         self,
 	}, r)
 	sm := &spanMetrics{agg: agg}
 	reg.Add(agg.Stats().Snapshot)
 	if prom {
-		reg.AddOTel(agg.Collect, spanmetrics.PrometheusLabels)
+		reg.AddOTel(agg.CollectPrometheus, spanmetrics.PrometheusLabels)
 	}
 	if otlp {
 		t, err := cfg.MetricsTarget()
 		if err != nil {
 			return nil, err
 		}
-		collect := agg.Collect
-		if cfg.Metrics.Delta() {
-			collect = agg.CollectDelta
-		}
+		o := cfg.MetricsOTLP()
 		sm.pusher, err = export.NewMetricPusher(ctx, export.OTLPConfig{
 			Protocol:    t.Protocol,
 			Endpoint:    t.Endpoint,
-			Headers:     cfg.OTLP.Headers,
-			Insecure:    cfg.OTLP.Insecure,
-			Timeout:     cfg.OTLP.Timeout,
-			Compression: cfg.OTLP.Compression,
-			TLS:         otlpTLS(cfg.OTLP),
+			Headers:     o.Headers,
+			Insecure:    o.Insecure,
+			Timeout:     o.Timeout,
+			Compression: o.Compression,
+			TLS:         otlpTLS(o),
 			Version:     version,
-		}, cfg.Metrics.Interval, collect)
+		}, cfg.Metrics.Interval, agg.CollectOTLP)
 		if err != nil {
 			return nil, err
 		}
@@ -67,7 +65,7 @@ func startSpanMetrics(ctx context.Context, cfg config.Config, r *procinfo.Resolv
 			return map[string]uint64{"metrics_exports": s.Exports, "metrics_export_failures": s.Failures, "metrics_points_exported": s.Points}
 		})
 		slog.Info("exporting metrics over OTLP", "component", "export", "protocol", t.Protocol, "why", t.Why,
-			"endpoint", t.Endpoint, "temporality", cfg.Metrics.Temporality, "interval", cfg.Metrics.Interval)
+			"endpoint", t.Endpoint, "compression", o.Compression, "temporality", cfg.Metrics.Temporality, "histograms", cfg.Metrics.Histogram, "interval", cfg.Metrics.Interval)
 	}
 	return sm, nil
 }

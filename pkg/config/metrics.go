@@ -39,14 +39,28 @@ type Metrics struct {
 	// Temporality is cumulative or delta (for OTLP; Prometheus is always
 	// cumulative).
 	Temporality string `yaml:"temporality"`
+	// Histogram is explicit (buckets suited to latency) or exponential
+	// (base-2, for backends that take them) for OTLP; Prometheus always
+	// gets the explicit buckets.
+	Histogram string `yaml:"histogram"`
 	// Interval is how often OTLP metrics are pushed.
 	Interval time.Duration `yaml:"interval"`
 	// RouteLimit bounds the distinct routes per service.
 	RouteLimit int `yaml:"route_limit"`
+
+	// The OTLP metrics endpoint's own settings, over otlp's where set
+	// (OTEL_EXPORTER_OTLP_METRICS_*): headers are merged, metrics' winning.
+	Headers           map[string]string `yaml:"headers"`
+	Compression       string            `yaml:"compression"`
+	Timeout           time.Duration     `yaml:"timeout"`
+	Insecure          *bool             `yaml:"insecure"`
+	Certificate       string            `yaml:"certificate"`
+	ClientCertificate string            `yaml:"client_certificate"`
+	ClientKey         string            `yaml:"client_key"`
 }
 
 func defaultMetrics() Metrics {
-	return Metrics{RED: true, ServiceGraph: true, Temporality: "cumulative", Interval: time.Minute, RouteLimit: 100}
+	return Metrics{RED: true, ServiceGraph: true, Temporality: "cumulative", Histogram: "explicit", Interval: time.Minute, RouteLimit: 100}
 }
 
 // MetricsOn reports which metric exporters run.
@@ -55,6 +69,37 @@ func (c Config) MetricsOn() (prometheus, otlp bool) {
 		return c.MetricsAddr != "", c.Metrics.Endpoint != ""
 	}
 	return slices.Contains(c.Metrics.Exporters, MetricsExporterPrometheus), slices.Contains(c.Metrics.Exporters, MetricsExporterOTLP)
+}
+
+// MetricsOTLP is the OTLP settings of the metrics endpoint: otlp's, with
+// metrics' own where set.
+func (c Config) MetricsOTLP() OTLP {
+	o, m := c.OTLP, c.Metrics
+	if len(m.Headers) > 0 {
+		o.Headers = map[string]string{}
+		for k, v := range c.OTLP.Headers {
+			o.Headers[k] = v
+		}
+		for k, v := range m.Headers {
+			o.Headers[k] = v
+		}
+	}
+	if m.Compression != "" {
+		o.Compression = m.Compression
+	}
+	if m.Timeout != 0 {
+		o.Timeout = m.Timeout
+	}
+	if m.Insecure != nil {
+		o.Insecure = *m.Insecure
+	}
+	if m.Certificate != "" {
+		o.Certificate = m.Certificate
+	}
+	if m.ClientCertificate != "" || m.ClientKey != "" {
+		o.ClientCertificate, o.ClientKey = m.ClientCertificate, m.ClientKey
+	}
+	return o
 }
 
 // MetricsTarget is where OTLP metrics go: metrics.endpoint as it is, else
@@ -71,11 +116,14 @@ func (c Config) MetricsTarget() (OTLPTarget, error) {
 	if protocol.value == "" && c.OTLP.Protocol != "" {
 		protocol = protocolChoice{c.OTLP.Protocol, "otlp.protocol", otlpSetting("protocol")}
 	}
-	return c.OTLP.target(endpoint, generic, "v1/metrics", setting, protocol)
+	return c.MetricsOTLP().target(endpoint, generic, "v1/metrics", setting, protocol)
 }
 
 // Delta reports whether OTLP metrics are deltas.
 func (m Metrics) Delta() bool { return m.Temporality == "delta" }
+
+// Exponential reports whether OTLP histograms are base-2 exponential.
+func (m Metrics) Exponential() bool { return m.Histogram == "exponential" }
 
 func (c Config) validateMetrics() error {
 	m := c.Metrics
@@ -98,8 +146,24 @@ func (c Config) validateMetrics() error {
 	default:
 		return fmt.Errorf("metrics.temporality (OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE) %q: want cumulative or delta", m.Temporality)
 	}
+	switch m.Histogram {
+	case "explicit", "exponential":
+	default:
+		return fmt.Errorf("metrics.histogram (OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION) %q: want explicit or exponential", m.Histogram)
+	}
 	if m.Interval <= 0 {
 		return fmt.Errorf("metrics.interval (OTEL_METRIC_EXPORT_INTERVAL) %v: want a positive duration", m.Interval)
+	}
+	switch m.Compression {
+	case "", "gzip", "none":
+	default:
+		return fmt.Errorf("metrics.compression (OTEL_EXPORTER_OTLP_METRICS_COMPRESSION) %q: want gzip or none", m.Compression)
+	}
+	if (m.ClientCertificate == "") != (m.ClientKey == "") {
+		return fmt.Errorf("metrics.client_certificate and metrics.client_key (OTEL_EXPORTER_OTLP_METRICS_CLIENT_*): set both or neither")
+	}
+	if m.Timeout < 0 {
+		return fmt.Errorf("metrics.timeout (OTEL_EXPORTER_OTLP_METRICS_TIMEOUT) %v: want a positive duration", m.Timeout)
 	}
 	if m.RouteLimit < 1 {
 		return fmt.Errorf("metrics.route_limit %d: want 1 or more", m.RouteLimit)
@@ -131,11 +195,37 @@ func applyMetricsEnv(m *Metrics, set func(string, func(string) error)) {
 		m.Temporality = v
 		return nil
 	})
+	set("OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION", func(v string) error {
+		switch v {
+		case "explicit_bucket_histogram":
+			m.Histogram = "explicit"
+		case "base2_exponential_bucket_histogram":
+			m.Histogram = "exponential"
+		default:
+			return fmt.Errorf("%q: want explicit_bucket_histogram or base2_exponential_bucket_histogram", v)
+		}
+		return nil
+	})
 	set("OTEL_METRIC_EXPORT_INTERVAL", func(v string) error {
 		ms, err := strconv.Atoi(v) // milliseconds, per the specification
 		m.Interval = time.Duration(ms) * time.Millisecond
 		return err
 	})
+	set("OTEL_EXPORTER_OTLP_METRICS_HEADERS", func(v string) (e error) { m.Headers, e = ParseHeaders(v); return })
+	set("OTEL_EXPORTER_OTLP_METRICS_COMPRESSION", func(v string) error { m.Compression = v; return nil })
+	set("OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", func(v string) error {
+		ms, err := strconv.Atoi(v)
+		m.Timeout = time.Duration(ms) * time.Millisecond
+		return err
+	})
+	set("OTEL_EXPORTER_OTLP_METRICS_INSECURE", func(v string) error {
+		b, err := strconv.ParseBool(v)
+		m.Insecure = &b
+		return err
+	})
+	set("OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE", func(v string) error { m.Certificate = v; return nil })
+	set("OTEL_EXPORTER_OTLP_METRICS_CLIENT_CERTIFICATE", func(v string) error { m.ClientCertificate = v; return nil })
+	set("OTEL_EXPORTER_OTLP_METRICS_CLIENT_KEY", func(v string) error { m.ClientKey = v; return nil })
 	set("WEFT_METRICS_RED", func(v string) (e error) { m.RED, e = strconv.ParseBool(v); return })
 	set("WEFT_METRICS_SERVICE_GRAPH", func(v string) (e error) { m.ServiceGraph, e = strconv.ParseBool(v); return })
 	set("WEFT_METRICS_ROUTE_LIMIT", func(v string) (e error) { m.RouteLimit, e = strconv.Atoi(v); return })
@@ -146,6 +236,7 @@ type metricsFlags struct {
 	red, graph               bool
 	exporters                string
 	endpoint, protocol, temp string
+	histogram                string
 	interval                 time.Duration
 	routeLimit               int
 }
@@ -157,6 +248,7 @@ func (f *metricsFlags) register(fs *flag.FlagSet, d Metrics) {
 	fs.StringVar(&f.endpoint, "otlp-metrics-endpoint", "", "OTLP metrics endpoint, used as it is (default with -metrics-exporter=otlp: -otlp-endpoint + /v1/metrics)")
 	fs.StringVar(&f.protocol, "otlp-metrics-protocol", "", "grpc or http/protobuf (default: -otlp-protocol, else by port)")
 	fs.StringVar(&f.temp, "metrics-temporality", d.Temporality, "OTLP metrics: cumulative or delta")
+	fs.StringVar(&f.histogram, "metrics-histogram", d.Histogram, "OTLP histograms: explicit or exponential")
 	fs.DurationVar(&f.interval, "metrics-interval", d.Interval, "push OTLP metrics this often")
 	fs.IntVar(&f.routeLimit, "metrics-route-limit", d.RouteLimit, "distinct routes per service; more are counted without a route")
 }
@@ -176,6 +268,8 @@ func (f *metricsFlags) apply(m *Metrics, name string) {
 		m.Protocol = f.protocol
 	case "metrics-temporality":
 		m.Temporality = f.temp
+	case "metrics-histogram":
+		m.Histogram = f.histogram
 	case "metrics-interval":
 		m.Interval = f.interval
 	case "metrics-route-limit":

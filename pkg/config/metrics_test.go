@@ -80,6 +80,18 @@ func TestMetricsTargetAndPrecedence(t *testing.T) {
 	if !c.Metrics.Delta() {
 		t.Error("lowmemory is not delta")
 	}
+	c, _ = loadMetrics(t, yaml+"  histogram: exponential\n", nil)
+	if !c.Metrics.Exponential() {
+		t.Error("file: not exponential")
+	}
+	c, _ = loadMetrics(t, yaml+"  histogram: exponential\n", map[string]string{"OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION": "explicit_bucket_histogram"})
+	if c.Metrics.Exponential() {
+		t.Error("env: not explicit")
+	}
+	c, _ = loadMetrics(t, yaml, map[string]string{"OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION": "explicit_bucket_histogram"}, "--metrics-histogram=exponential")
+	if !c.Metrics.Exponential() {
+		t.Error("flag: not exponential")
+	}
 }
 
 func TestMetricsValidateRejects(t *testing.T) {
@@ -94,11 +106,37 @@ func TestMetricsValidateRejects(t *testing.T) {
 		{map[string]string{"OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE": "sometimes"}, nil, "want cumulative or delta"},
 		{nil, []string{"--route=users/{id}"}, "want a path starting with /"},
 		{nil, []string{"--metrics-route-limit=0"}, "want 1 or more"},
+		{map[string]string{"OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION": "drop"}, nil, "want explicit_bucket_histogram or base2_exponential_bucket_histogram"},
+		{nil, []string{"--metrics-histogram=log"}, "want explicit or exponential"},
 		{map[string]string{"OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "http/json"}, nil, "JSON is not supported"},
 	} {
 		_, err := loadMetrics(t, "", tc.env, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v %v: %v, want %q", tc.env, tc.args, err, tc.want)
 		}
+	}
+}
+
+func TestMetricsOTLPSettingsOverTraces(t *testing.T) {
+	yaml := "otlp:\n  endpoint: collector:4317\n  headers: {a: \"1\", b: \"2\"}\n  compression: gzip\n  certificate: /ca.pem\nmetrics:\n  exporters: [otlp]\n  headers: {b: \"3\"}\n"
+	c, err := loadMetrics(t, yaml, map[string]string{
+		"OTEL_EXPORTER_OTLP_METRICS_COMPRESSION": "none",
+		"OTEL_EXPORTER_OTLP_METRICS_TIMEOUT":     "2500",
+		"OTEL_EXPORTER_OTLP_METRICS_INSECURE":    "true",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := c.MetricsOTLP()
+	if o.Headers["a"] != "1" || o.Headers["b"] != "3" || o.Compression != "none" || o.Timeout != 2500*time.Millisecond ||
+		!o.Insecure || o.Certificate != "/ca.pem" {
+		t.Errorf("metrics OTLP %+v", o)
+	}
+	if c.OTLP.Headers["b"] != "2" || c.OTLP.Compression != "gzip" || c.OTLP.Insecure {
+		t.Errorf("the spans' settings changed: %+v", c.OTLP)
+	}
+	if _, err := loadMetrics(t, yaml, map[string]string{"OTEL_EXPORTER_OTLP_METRICS_CLIENT_KEY": "/k.pem"}); err == nil ||
+		!strings.Contains(err.Error(), "set both or neither") {
+		t.Errorf("a key without a certificate: %v", err)
 	}
 }

@@ -40,9 +40,12 @@ type Options struct {
 	// MaxPending bounds the spans waiting for their other half; beyond it
 	// spans are left out of the graph and counted. Default 10000.
 	MaxPending int
-	// Delta keeps, beside the cumulative values, the change since the
-	// last CollectDelta.
+	// Delta makes CollectOTLP report the change since its last call
+	// (CollectPrometheus stays cumulative).
 	Delta bool
+	// Exponential makes CollectOTLP report base-2 exponential histograms
+	// (CollectPrometheus reports the explicit buckets).
+	Exponential bool
 	// Self is the resource of the service graph's metrics (weft's own).
 	Self *resource.Resource
 	// Now is the clock; default time.Now.
@@ -93,7 +96,7 @@ func (s *Stats) Snapshot() map[string]uint64 {
 }
 
 // Aggregator keeps the metrics. Observe is called from one goroutine (the
-// correlator's); Collect from any.
+// correlator's); the Collect methods from any.
 type Aggregator struct {
 	opts     Options
 	resolver Resolver
@@ -104,8 +107,8 @@ type Aggregator struct {
 	byRes    map[*resource.Resource]*service
 	services map[attribute.Distinct]*service
 	graph    graph
-	// lastDelta is when CollectDelta last ran: the start of the next
-	// delta interval.
+	// lastDelta is when a delta CollectOTLP last ran: the start of the
+	// next delta interval.
 	lastDelta time.Time
 }
 

@@ -84,7 +84,7 @@ func TestREDCountsErrorsAndBuckets(t *testing.T) {
 		}
 		a.Observe(span(spans.KindServer, uint32(1+i%2), "GET", "/items/{id}", status, d))
 	}
-	pts := histogramPoints(t, a.Collect(), "shop", ServerDuration)
+	pts := histogramPoints(t, a.CollectPrometheus(), "shop", ServerDuration)
 	if len(pts) != 2 {
 		t.Fatalf("%d series, want 2 (200 and 500): %v", len(pts), pts)
 	}
@@ -121,7 +121,7 @@ func TestRouteLimitOverflows(t *testing.T) {
 	for range 10000 {
 		a.Observe(span(spans.KindServer, 1, "GET", fmt.Sprintf("/r/%c%c%c%c", 'a'+r.IntN(26), 'a'+r.IntN(26), 'a'+r.IntN(26), 'a'+r.IntN(26)), 200, time.Millisecond))
 	}
-	pts := histogramPoints(t, a.Collect(), "api", ServerDuration)
+	pts := histogramPoints(t, a.CollectPrometheus(), "api", ServerDuration)
 	var routed, overflow uint64
 	for _, dp := range pts {
 		if v, ok := dp.Attributes.Value(OverflowKey); ok && v.AsBool() {
@@ -150,7 +150,7 @@ func TestClientSeriesCarryServerAddressNotClientPort(t *testing.T) {
 		s.ResponseBodySize = 100
 		a.Observe(s)
 	}
-	pts := histogramPoints(t, a.Collect(), "front", ClientDuration)
+	pts := histogramPoints(t, a.CollectPrometheus(), "front", ClientDuration)
 	if len(pts) != 1 {
 		t.Fatalf("%d series, want 1", len(pts))
 	}
@@ -165,7 +165,7 @@ func TestClientSeriesCarryServerAddressNotClientPort(t *testing.T) {
 			t.Errorf("server.port %d", p.AsInt64())
 		}
 	}
-	body := histogramPoints(t, a.Collect(), "front", ClientResponseBody)
+	body := histogramPoints(t, a.CollectPrometheus(), "front", ClientResponseBody)
 	if len(body) != 1 {
 		t.Fatalf("body series %d", len(body))
 	}
@@ -174,7 +174,7 @@ func TestClientSeriesCarryServerAddressNotClientPort(t *testing.T) {
 			t.Errorf("body %d %v", dp.Count, dp.BucketCounts)
 		}
 	}
-	if got := histogramPoints(t, a.Collect(), "front", ClientRequestBody); len(got) != 0 {
+	if got := histogramPoints(t, a.CollectPrometheus(), "front", ClientRequestBody); len(got) != 0 {
 		t.Errorf("unknown request sizes recorded: %v", got)
 	}
 }
@@ -185,14 +185,14 @@ func TestDeltaStartsEachIntervalEmpty(t *testing.T) {
 		a.Observe(span(spans.KindServer, 1, "GET", "/", 200, time.Millisecond))
 	}
 	c.t = t0.Add(time.Minute)
-	first := histogramPoints(t, a.CollectDelta(), "svc", ServerDuration)
+	first := histogramPoints(t, a.CollectOTLP(), "svc", ServerDuration)
 	for range 2 {
 		a.Observe(span(spans.KindServer, 1, "GET", "/", 200, time.Millisecond))
 	}
 	c.t = t0.Add(2 * time.Minute)
-	second := histogramPoints(t, a.CollectDelta(), "svc", ServerDuration)
-	third := histogramPoints(t, a.CollectDelta(), "svc", ServerDuration)
-	cum := histogramPoints(t, a.Collect(), "svc", ServerDuration)
+	second := histogramPoints(t, a.CollectOTLP(), "svc", ServerDuration)
+	third := histogramPoints(t, a.CollectOTLP(), "svc", ServerDuration)
+	cum := histogramPoints(t, a.CollectPrometheus(), "svc", ServerDuration)
 	count := func(m map[string]metricdata.HistogramDataPoint[float64]) (n uint64, start time.Time) {
 		for _, dp := range m {
 			n, start = dp.Count, dp.StartTime
@@ -210,5 +210,43 @@ func TestDeltaStartsEachIntervalEmpty(t *testing.T) {
 	}
 	if n, _ := count(cum); n != 5 {
 		t.Errorf("cumulative %d", n)
+	}
+}
+
+func TestOTLPExponentialPrometheusExplicit(t *testing.T) {
+	a, _ := newTestAggregator(Options{RED: true, ServiceGraph: true, Exponential: true}, map[uint32]string{1: "svc"})
+	for _, ms := range []int{1, 2, 4, 300} {
+		a.Observe(span(spans.KindServer, 1, "GET", "/", 200, time.Duration(ms)*time.Millisecond))
+	}
+	var exp metricdata.ExponentialHistogramDataPoint[float64]
+	for _, rm := range a.CollectOTLP() {
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				switch d := m.Data.(type) {
+				case metricdata.ExponentialHistogram[float64]:
+					if m.Name == ServerDuration {
+						exp = d.DataPoints[0]
+					}
+				case metricdata.Histogram[float64]:
+					t.Errorf("%s: explicit over OTLP", m.Name)
+				}
+			}
+		}
+	}
+	var sum uint64
+	for _, c := range exp.PositiveBucket.Counts {
+		sum += c
+	}
+	if exp.Count != 4 || sum != 4 || exp.Scale > expMaxScale {
+		t.Errorf("exponential point %+v", exp)
+	}
+	pts := histogramPoints(t, a.CollectPrometheus(), "svc", ServerDuration)
+	for _, dp := range pts {
+		if dp.Count != 4 || dp.BucketCounts[0] != 3 {
+			t.Errorf("explicit point %d %v", dp.Count, dp.BucketCounts)
+		}
+	}
+	if len(pts) != 1 {
+		t.Errorf("%d explicit points", len(pts))
 	}
 }

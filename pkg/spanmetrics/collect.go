@@ -32,64 +32,120 @@ const (
 type instrument struct {
 	name, unit, desc string
 	kind             spans.Kind
-	pick             func(*redSeries) *histogram
+	pick             func(*redSeries) *dist
 }
 
 var redInstruments = []instrument{
-	{ServerDuration, "s", "Duration of HTTP server requests.", spans.KindServer, func(r *redSeries) *histogram { return &r.duration }},
-	{ClientDuration, "s", "Duration of HTTP client requests.", spans.KindClient, func(r *redSeries) *histogram { return &r.duration }},
-	{ServerRequestBody, "By", "Size of HTTP server request bodies.", spans.KindServer, func(r *redSeries) *histogram { return r.reqBody }},
-	{ServerResponseBody, "By", "Size of HTTP server response bodies.", spans.KindServer, func(r *redSeries) *histogram { return r.respBody }},
-	{ClientRequestBody, "By", "Size of HTTP client request bodies.", spans.KindClient, func(r *redSeries) *histogram { return r.reqBody }},
-	{ClientResponseBody, "By", "Size of HTTP client response bodies.", spans.KindClient, func(r *redSeries) *histogram { return r.respBody }},
+	{ServerDuration, "s", "Duration of HTTP server requests.", spans.KindServer, func(r *redSeries) *dist { return &r.duration }},
+	{ClientDuration, "s", "Duration of HTTP client requests.", spans.KindClient, func(r *redSeries) *dist { return &r.duration }},
+	{ServerRequestBody, "By", "Size of HTTP server request bodies.", spans.KindServer, func(r *redSeries) *dist { return r.reqBody }},
+	{ServerResponseBody, "By", "Size of HTTP server response bodies.", spans.KindServer, func(r *redSeries) *dist { return r.respBody }},
+	{ClientRequestBody, "By", "Size of HTTP client request bodies.", spans.KindClient, func(r *redSeries) *dist { return r.reqBody }},
+	{ClientResponseBody, "By", "Size of HTTP client response bodies.", spans.KindClient, func(r *redSeries) *dist { return r.respBody }},
 }
 
-// Collect returns the cumulative values: the RED metrics of each service
-// on its resource, then the service graph on Options.Self.
-func (a *Aggregator) Collect() []metricdata.ResourceMetrics {
+func (in instrument) bounds() []float64 {
+	if in.unit == "s" {
+		return DurationBounds
+	}
+	return SizeBounds
+}
+
+// CollectPrometheus returns the cumulative values with explicit buckets:
+// the RED metrics of each service on its resource, then the service graph
+// on Options.Self.
+func (a *Aggregator) CollectPrometheus() []metricdata.ResourceMetrics {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	now := a.opts.Now()
 	a.graph.sweep(now, &a.stats)
-	return a.collect(now, metricdata.CumulativeTemporality, false)
+	return a.collect(form{now: now, temp: metricdata.CumulativeTemporality})
 }
 
-// CollectDelta returns what changed since the previous CollectDelta (or
-// New) and starts the next interval. It needs Options.Delta.
-func (a *Aggregator) CollectDelta() []metricdata.ResourceMetrics {
+// CollectOTLP returns what OTLP is to be sent: cumulative values, or with
+// Options.Delta what changed since its previous call (or New); explicit
+// buckets, or with Options.Exponential exponential histograms.
+func (a *Aggregator) CollectOTLP() []metricdata.ResourceMetrics {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	now := a.opts.Now()
 	a.graph.sweep(now, &a.stats)
-	out := a.collect(now, metricdata.DeltaTemporality, true)
-	a.lastDelta = now
-	return out
+	f := form{now: now, temp: metricdata.CumulativeTemporality, exponential: a.opts.Exponential}
+	if a.opts.Delta {
+		f.temp, f.delta, f.since = metricdata.DeltaTemporality, true, a.lastDelta
+		a.lastDelta = now
+	}
+	return a.collect(f)
 }
 
-func (a *Aggregator) collect(now time.Time, temp metricdata.Temporality, delta bool) []metricdata.ResourceMetrics {
+// form is how a collection reports: its time, temporality (for deltas,
+// since when) and histogram kind.
+type form struct {
+	now, since  time.Time
+	temp        metricdata.Temporality
+	delta       bool
+	exponential bool
+}
+
+func (f form) start(created time.Time) time.Time {
+	if f.delta && f.since.After(created) {
+		return f.since
+	}
+	return created
+}
+
+// points gathers one histogram instrument's points in the form's kind.
+type points struct {
+	f        form
+	explicit []metricdata.HistogramDataPoint[float64]
+	exp      []metricdata.ExponentialHistogramDataPoint[float64]
+}
+
+func (p *points) add(d *dist, bounds []float64, attrs attribute.Set, created time.Time) {
+	if d == nil || d.explicit.count == 0 {
+		return
+	}
+	start := p.f.start(created)
+	if p.f.exponential {
+		dp := d.exp.dataPoint()
+		dp.Attributes, dp.StartTime, dp.Time = attrs, start, p.f.now
+		p.exp = append(p.exp, dp)
+		return
+	}
+	p.explicit = append(p.explicit, dataPoint(&d.explicit, bounds, attrs, start, p.f.now))
+}
+
+func (p *points) metric(name, unit, desc string) (metricdata.Metrics, bool) {
+	m := metricdata.Metrics{Name: name, Unit: unit, Description: desc}
+	if p.f.exponential {
+		m.Data = metricdata.ExponentialHistogram[float64]{DataPoints: p.exp, Temporality: p.f.temp}
+		return m, len(p.exp) > 0
+	}
+	m.Data = metricdata.Histogram[float64]{DataPoints: p.explicit, Temporality: p.f.temp}
+	return m, len(p.explicit) > 0
+}
+
+func (a *Aggregator) collect(f form) []metricdata.ResourceMetrics {
 	var out []metricdata.ResourceMetrics
 	for _, svc := range a.services {
 		var ms []metricdata.Metrics
 		for _, in := range redInstruments {
-			var dps []metricdata.HistogramDataPoint[float64]
+			pts := points{f: f}
 			for k, r := range svc.series {
 				if k.kind != in.kind {
 					continue
 				}
-				start := r.start
-				if delta {
-					r, start = r.since, later(start, a.lastDelta)
+				created := r.start
+				if f.delta {
+					r = r.since
 				}
-				if h := in.pick(r); h != nil && h.count > 0 {
-					dps = append(dps, dataPoint(h, in.boundsFor(), redAttrs(k), start, now))
-				}
+				pts.add(in.pick(r), in.bounds(), redAttrs(k), created)
 			}
-			if len(dps) > 0 {
-				ms = append(ms, metricdata.Metrics{Name: in.name, Unit: in.unit, Description: in.desc,
-					Data: metricdata.Histogram[float64]{DataPoints: dps, Temporality: temp}})
+			if m, ok := pts.metric(in.name, in.unit, in.desc); ok {
+				ms = append(ms, m)
 			}
 		}
-		if delta {
+		if f.delta {
 			for _, r := range svc.series {
 				r.since.reset()
 			}
@@ -98,34 +154,31 @@ func (a *Aggregator) collect(now time.Time, temp metricdata.Temporality, delta b
 			out = append(out, metricdata.ResourceMetrics{Resource: svc.res, ScopeMetrics: []metricdata.ScopeMetrics{{Scope: Scope, Metrics: ms}}})
 		}
 	}
-	if ms := a.collectGraph(now, temp, delta); len(ms) > 0 {
+	if ms := a.collectGraph(f); len(ms) > 0 {
 		out = append(out, metricdata.ResourceMetrics{Resource: a.opts.Self, ScopeMetrics: []metricdata.ScopeMetrics{{Scope: Scope, Metrics: ms}}})
 	}
 	return out
 }
 
-func (a *Aggregator) collectGraph(now time.Time, temp metricdata.Temporality, delta bool) []metricdata.Metrics {
+func (a *Aggregator) collectGraph(f form) []metricdata.Metrics {
 	var total, failed []metricdata.DataPoint[int64]
-	var srv, cl []metricdata.HistogramDataPoint[float64]
+	srv, cl := points{f: f}, points{f: f}
 	for k, e := range a.graph.edges {
-		start := e.start
-		if delta {
-			e, start = e.since, later(start, a.lastDelta)
+		created := e.start
+		if f.delta {
+			e = e.since
 		}
 		if e.total == 0 {
 			continue
 		}
 		attrs := edgeAttrs(k)
-		total = append(total, metricdata.DataPoint[int64]{Attributes: attrs, StartTime: start, Time: now, Value: int64(e.total)})
-		failed = append(failed, metricdata.DataPoint[int64]{Attributes: attrs, StartTime: start, Time: now, Value: int64(e.failed)})
-		if e.serverSeconds.count > 0 {
-			srv = append(srv, dataPoint(&e.serverSeconds, DurationBounds, attrs, start, now))
-		}
-		if e.clientSeconds.count > 0 {
-			cl = append(cl, dataPoint(&e.clientSeconds, DurationBounds, attrs, start, now))
-		}
-		if delta {
-			*e = *newEdge(e.start, false)
+		start := f.start(created)
+		total = append(total, metricdata.DataPoint[int64]{Attributes: attrs, StartTime: start, Time: f.now, Value: int64(e.total)})
+		failed = append(failed, metricdata.DataPoint[int64]{Attributes: attrs, StartTime: start, Time: f.now, Value: int64(e.failed)})
+		srv.add(&e.serverSeconds, DurationBounds, attrs, created)
+		cl.add(&e.clientSeconds, DurationBounds, attrs, created)
+		if f.delta {
+			e.reset()
 		}
 	}
 	if len(total) == 0 {
@@ -133,33 +186,17 @@ func (a *Aggregator) collectGraph(now time.Time, temp metricdata.Temporality, de
 	}
 	ms := []metricdata.Metrics{
 		{Name: GraphRequests, Description: "Requests between two services.", Unit: "1",
-			Data: metricdata.Sum[int64]{DataPoints: total, Temporality: temp, IsMonotonic: true}},
+			Data: metricdata.Sum[int64]{DataPoints: total, Temporality: f.temp, IsMonotonic: true}},
 		{Name: GraphFailed, Description: "Failed requests between two services.", Unit: "1",
-			Data: metricdata.Sum[int64]{DataPoints: failed, Temporality: temp, IsMonotonic: true}},
+			Data: metricdata.Sum[int64]{DataPoints: failed, Temporality: f.temp, IsMonotonic: true}},
 	}
-	if len(srv) > 0 {
-		ms = append(ms, metricdata.Metrics{Name: GraphServerSeconds, Unit: "s", Description: "Duration of requests between two services, as the server measured it.",
-			Data: metricdata.Histogram[float64]{DataPoints: srv, Temporality: temp}})
+	if m, ok := srv.metric(GraphServerSeconds, "s", "Duration of requests between two services, as the server measured it."); ok {
+		ms = append(ms, m)
 	}
-	if len(cl) > 0 {
-		ms = append(ms, metricdata.Metrics{Name: GraphClientSeconds, Unit: "s", Description: "Duration of requests between two services, as the client measured it.",
-			Data: metricdata.Histogram[float64]{DataPoints: cl, Temporality: temp}})
+	if m, ok := cl.metric(GraphClientSeconds, "s", "Duration of requests between two services, as the client measured it."); ok {
+		ms = append(ms, m)
 	}
 	return ms
-}
-
-func (in instrument) boundsFor() []float64 {
-	if in.unit == "s" {
-		return DurationBounds
-	}
-	return SizeBounds
-}
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 func dataPoint(h *histogram, bounds []float64, attrs attribute.Set, start, now time.Time) metricdata.HistogramDataPoint[float64] {

@@ -29,16 +29,22 @@ type edgeKey struct {
 type edge struct {
 	start                        time.Time
 	total, failed                uint64
-	serverSeconds, clientSeconds histogram
+	serverSeconds, clientSeconds dist
 	since                        *edge
 }
 
-func newEdge(start time.Time, delta bool) *edge {
-	e := &edge{start: start, serverSeconds: newHistogram(DurationBounds), clientSeconds: newHistogram(DurationBounds)}
+func newEdge(start time.Time, delta, exponential bool) *edge {
+	e := &edge{start: start, serverSeconds: newDist(DurationBounds, exponential), clientSeconds: newDist(DurationBounds, exponential)}
 	if delta {
-		e.since = newEdge(start, false)
+		e.since = newEdge(start, false, exponential)
 	}
 	return e
+}
+
+func (e *edge) reset() {
+	e.total, e.failed = 0, 0
+	e.serverSeconds.reset()
+	e.clientSeconds.reset()
 }
 
 func (e *edge) record(failed bool, client, server *half) {
@@ -142,7 +148,7 @@ func (g *graph) pair(client, server *half, now time.Time, stats *Stats) {
 func (g *graph) edge(k edgeKey, now time.Time) *edge {
 	e, ok := g.edges[k]
 	if !ok {
-		e = newEdge(now, g.opts.Delta)
+		e = newEdge(now, g.opts.Delta, g.opts.Exponential)
 		g.edges[k] = e
 	}
 	return e

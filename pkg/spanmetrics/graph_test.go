@@ -98,11 +98,11 @@ func TestGraphPairsVirtualNodesAndUnpaired(t *testing.T) {
 		a.Observe(far)
 	}
 	// Before the wait is over, the unpaired halves are not edges yet.
-	if got := edges(t, a.Collect()); got["front>payments.example:8443>virtual_node"].total != 0 {
+	if got := edges(t, a.CollectPrometheus()); got["front>payments.example:8443>virtual_node"].total != 0 {
 		t.Fatalf("virtual edge before the wait ended: %v", got)
 	}
 	c.t = c.t.Add(3 * time.Second)
-	got := edges(t, a.Collect())
+	got := edges(t, a.CollectPrometheus())
 	want := map[string]edgeCounts{
 		"user>front>virtual_node":                  {total: 100, serverN: 100},
 		"front>back>":                              {total: 100, failed: 10, serverN: 100, clientN: 100},

@@ -40,3 +40,33 @@ func (h *histogram) reset() {
 	clear(h.counts)
 	h.count, h.sum, h.min, h.max = 0, 0, math.Inf(1), math.Inf(-1)
 }
+
+// dist is one distribution: an explicit-bucket histogram always (the
+// Prometheus text format takes only those) and, when OTLP asks for them,
+// an exponential one beside it.
+type dist struct {
+	explicit histogram
+	exp      *expHistogram
+}
+
+func newDist(bounds []float64, exponential bool) dist {
+	d := dist{explicit: newHistogram(bounds)}
+	if exponential {
+		d.exp = newExpHistogram()
+	}
+	return d
+}
+
+func (d *dist) observe(bounds []float64, v float64) {
+	d.explicit.observe(bounds, v)
+	if d.exp != nil {
+		d.exp.observe(v)
+	}
+}
+
+func (d *dist) reset() {
+	d.explicit.reset()
+	if d.exp != nil {
+		d.exp.reset()
+	}
+}

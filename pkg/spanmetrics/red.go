@@ -29,15 +29,16 @@ type redKey struct {
 // since the last delta collection (delta temporality only).
 type redSeries struct {
 	start             time.Time
-	duration          histogram
-	reqBody, respBody *histogram
+	exponential       bool
+	duration          dist
+	reqBody, respBody *dist
 	since             *redSeries
 }
 
-func newRedSeries(start time.Time, delta bool) *redSeries {
-	r := &redSeries{start: start, duration: newHistogram(DurationBounds)}
+func newRedSeries(start time.Time, delta, exponential bool) *redSeries {
+	r := &redSeries{start: start, exponential: exponential, duration: newDist(DurationBounds, exponential)}
 	if delta {
-		r.since = newRedSeries(start, false)
+		r.since = newRedSeries(start, false, exponential)
 	}
 	return r
 }
@@ -45,10 +46,10 @@ func newRedSeries(start time.Time, delta bool) *redSeries {
 func (r *redSeries) observe(s *spans.Span) {
 	r.duration.observe(DurationBounds, s.Duration().Seconds())
 	if s.RequestBodySize >= 0 {
-		observeSize(&r.reqBody, s.RequestBodySize)
+		r.observeSize(&r.reqBody, s.RequestBodySize)
 	}
 	if s.ResponseBodySize >= 0 {
-		observeSize(&r.respBody, s.ResponseBodySize)
+		r.observeSize(&r.respBody, s.ResponseBodySize)
 	}
 	if r.since != nil {
 		r.since.observe(s)
@@ -90,25 +91,25 @@ func (svc *service) observe(s *spans.Span, opts Options, stats *Stats) {
 	}
 	r, ok := svc.series[k]
 	if !ok {
-		r = newRedSeries(opts.Now(), opts.Delta)
+		r = newRedSeries(opts.Now(), opts.Delta, opts.Exponential)
 		svc.series[k] = r
 	}
 	r.observe(s)
 }
 
-func observeSize(h **histogram, size int64) {
-	if *h == nil {
-		nh := newHistogram(SizeBounds)
-		*h = &nh
+func (r *redSeries) observeSize(d **dist, size int64) {
+	if *d == nil {
+		nd := newDist(SizeBounds, r.exponential)
+		*d = &nd
 	}
-	(*h).observe(SizeBounds, float64(size))
+	(*d).observe(SizeBounds, float64(size))
 }
 
 func (r *redSeries) reset() {
 	r.duration.reset()
-	for _, h := range []*histogram{r.reqBody, r.respBody} {
-		if h != nil {
-			h.reset()
+	for _, d := range []*dist{r.reqBody, r.respBody} {
+		if d != nil {
+			d.reset()
 		}
 	}
 }

@@ -3,6 +3,8 @@ package e2e
 import (
 	"fmt"
 	"io"
+	"math"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -57,17 +59,23 @@ func redRequest(i int) (status, ms int) {
 }
 
 // Known traffic gives histograms whose counts, errors and buckets match
-// exactly, on the Prometheus endpoint and over OTLP, under the service
-// name the process gave itself.
+// exactly, on the Prometheus endpoint and over OTLP (explicit buckets, or
+// exponential ones), under the service name the process gave itself.
 func TestREDMetrics(t *testing.T) {
 	setup(t)
+	for _, histogram := range []string{"explicit", "exponential"} {
+		t.Run(histogram, func(t *testing.T) { testRED(t, histogram) })
+	}
+}
+
+func testRED(t *testing.T, histogram string) {
 	rcv := otlptest.Start(t)
 	mrcv := otlptest.StartMetrics(t)
 	cmd := exec.Command(bins.websr, "-mode=nethttp")
 	cmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME=checkout")
 	srv, addr := startListener(t, cmd)
 	w := startWeft(t, rcv, "--pid="+strconv.Itoa(srv.Pid()), "--metrics-exporter=prometheus,otlp",
-		"--otlp-metrics-endpoint="+mrcv.Endpoint(), "--metrics-interval=500ms")
+		"--otlp-metrics-endpoint="+mrcv.Endpoint(), "--metrics-interval=500ms", "--metrics-histogram="+histogram)
 
 	const n = 200
 	var next atomic.Int64
@@ -145,12 +153,12 @@ func TestREDMetrics(t *testing.T) {
 
 	// OTLP: the latest cumulative push that has every request.
 	deadline := time.Now().Add(15 * time.Second)
-	var points []*metricspb.HistogramDataPoint
+	var points []histPoint
 	for time.Now().Before(deadline) {
-		points = latestHistogram(mrcv, "checkout", "http.server.request.duration")
+		points = latestHistogram(mrcv, "checkout", "http.server.request.duration", histogram == "exponential")
 		var total uint64
 		for _, p := range points {
-			total += p.GetCount()
+			total += p.count
 		}
 		if total == n {
 			break
@@ -161,33 +169,79 @@ func TestREDMetrics(t *testing.T) {
 		t.Fatalf("OTLP: %d points, want %d: %v", len(points), len(want), points)
 	}
 	for _, p := range points {
-		a := otlptest.Attrs(p.GetAttributes())
-		w := want[fmt.Sprint(a["http.response.status_code"])]
-		bc := p.GetBucketCounts()
-		// Bounds 0.005 … 0.1 are buckets 0-5; (0.1, 0.25] is 6, (0.25, 0.5] 7.
-		if p.GetCount() != w[0] || len(bc) != 15 || bc[6] != w[1] || bc[7] != w[2] || a["http.route"] != "/sleep" {
-			t.Errorf("OTLP point %v: count %d buckets %v, want %v", a, p.GetCount(), bc, w)
+		w := want[fmt.Sprint(p.attrs["http.response.status_code"])]
+		if p.count != w[0] || p.short != w[1] || p.long != w[2] || p.attrs["http.route"] != "/sleep" {
+			t.Errorf("OTLP point %v: count %d, %d short, %d long, want %v", p.attrs, p.count, p.short, p.long, w)
 		}
 	}
 }
 
+// histPoint is an OTLP histogram point with its counts of requests of
+// 0.0625-0.25 s and 0.25-0.5 s.
+type histPoint = struct {
+	attrs       map[string]any
+	count       uint64
+	short, long uint64
+}
+
 // latestHistogram returns the points of the last push of metric name for
-// service.
-func latestHistogram(r *otlptest.MetricsReceiver, service, name string) []*metricspb.HistogramDataPoint {
-	var out []*metricspb.HistogramDataPoint
+// service, explicit or exponential.
+func latestHistogram(r *otlptest.MetricsReceiver, service, name string, exponential bool) []histPoint {
+	var out []histPoint
 	for _, rm := range r.Received() {
 		if otlptest.Attrs(rm.GetResource().GetAttributes())["service.name"] != service {
 			continue
 		}
 		for _, sm := range rm.GetScopeMetrics() {
 			for _, m := range sm.GetMetrics() {
-				if m.GetName() == name {
-					out = m.GetHistogram().GetDataPoints()
+				if m.GetName() != name {
+					continue
+				}
+				out = nil
+				if exponential {
+					for _, p := range m.GetExponentialHistogram().GetDataPoints() {
+						out = append(out, expPoint(p))
+					}
+					continue
+				}
+				for _, p := range m.GetHistogram().GetDataPoints() {
+					hp := histPoint{attrs: otlptest.Attrs(p.GetAttributes()), count: p.GetCount()}
+					for i, c := range p.GetBucketCounts() {
+						if i == 0 || i >= len(p.GetExplicitBounds()) {
+							continue // no lower or no upper bound
+						}
+						lo, hi := p.GetExplicitBounds()[i-1], p.GetExplicitBounds()[i]
+						switch {
+						case lo >= 0.0625 && hi <= 0.25:
+							hp.short += c
+						case lo >= 0.25 && hi <= 0.5:
+							hp.long += c
+						}
+					}
+					out = append(out, hp)
 				}
 			}
 		}
 	}
 	return out
+}
+
+// expPoint sorts an exponential point's buckets by their bounds: bucket i
+// at scale s is (2^(i·2^-s), 2^((i+1)·2^-s)].
+func expPoint(p *metricspb.ExponentialHistogramDataPoint) histPoint {
+	hp := histPoint{attrs: otlptest.Attrs(p.GetAttributes()), count: p.GetCount()}
+	width := math.Ldexp(1, -int(p.GetScale())) // of a bucket, in log2
+	for j, c := range p.GetPositive().GetBucketCounts() {
+		lo := float64(p.GetPositive().GetOffset()+int32(j)) * width // log2 of the lower bound
+		hi := lo + width
+		switch {
+		case lo >= -4 && hi <= -2:
+			hp.short += c
+		case lo >= -2 && hi <= -1:
+			hp.long += c
+		}
+	}
+	return hp
 }
 
 // Two services calling each other, and one calling a peer weft does not
@@ -257,5 +311,50 @@ func TestServiceGraph(t *testing.T) {
 	}
 	if m, _ := w.Metrics(); m["service_graph_unpaired_server"] != 0 || m["service_graph_dropped"] != 0 {
 		t.Errorf("unpaired %d dropped %d", m["service_graph_unpaired_server"], m["service_graph_dropped"])
+	}
+}
+
+// 10,000 requests on as many random paths keep a service within its route
+// limit: the first routes get series, the rest one overflow series, and
+// the overflow count says how many.
+func TestRouteLimit(t *testing.T) {
+	setup(t)
+	rcv := otlptest.Start(t)
+	srv, addr := startServer(t, "-mode=nethttp")
+	w := startWeft(t, rcv, "--pid="+strconv.Itoa(srv.Pid()), "--metrics-route-limit=50")
+	const n = 10000
+	r := rand.New(rand.NewPCG(5, 6))
+	paths := make([]string, n+1)
+	for i := 1; i <= n; i++ {
+		// Letters only: no segment looks like an id, so every path is a
+		// route of its own.
+		b := make([]byte, 12)
+		for j := range b {
+			b[j] = byte('a' + r.IntN(26))
+		}
+		paths[i] = "/work/" + string(b)
+	}
+	loadEach(t, func(i int64) string { return "http://" + addr + paths[i] }, n, 16)
+	if _, ok := rcv.WaitFor(n, 60*time.Second); !ok {
+		t.Fatalf("%d spans, want %d", len(rcv.Spans()), n)
+	}
+	routes := map[string]bool{}
+	var routed, overflow uint64
+	for _, m := range scrape(t, w)["http_server_request_duration_seconds"].GetMetric() {
+		l := labelsOf(m)
+		switch {
+		case l["otel_metric_overflow"] == "true":
+			overflow += m.GetHistogram().GetSampleCount()
+		case l["http_route"] != "":
+			routes[l["http_route"]] = true
+			routed += m.GetHistogram().GetSampleCount()
+		default:
+			t.Errorf("series with neither route nor overflow: %v", l)
+		}
+	}
+	counted, _ := w.Metrics()
+	if len(routes) != 50 || routed != 50 || overflow != n-50 || counted["span_metrics_routes_overflow"] != n-50 {
+		t.Errorf("%d routes with %d requests, overflow %d (counted %d), want 50, 50, %d", len(routes), routed, overflow,
+			counted["span_metrics_routes_overflow"], n-50)
 	}
 }
