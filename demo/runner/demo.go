@@ -124,6 +124,11 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 
+	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", d.ports.weftMetrics)
+	before, err := scrapeRED(ctx, metricsURL)
+	if err != nil {
+		return err
+	}
 	runID := randomID()
 	d.log.Info("driving traffic", "requests_per_endpoint", d.opts.requests, "endpoints", len(eps))
 	groups, err := drive(ctx, eps, d.opts.requests, runID)
@@ -135,6 +140,12 @@ func (d *demo) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Every span is in Jaeger now, so weft has counted it.
+	after, err := scrapeRED(ctx, metricsURL)
+	if err != nil {
+		return err
+	}
+	metricsRun := after.since(before)
 	if d.profiler {
 		// Samples are written per interval: wait for a file that ends after
 		// the last request, by when every one of its samples is in a file.
@@ -146,6 +157,8 @@ func (d *demo) run(ctx context.Context) error {
 		}
 	}
 	problems := d.report(ctx, verdicts)
+	metricsRun.print()
+	metricsDiffs := metricsRun.compare(expectedRED(groups))
 	if err := d.alive(); err != nil {
 		return err
 	}
@@ -168,10 +181,19 @@ func (d *demo) run(ctx context.Context) error {
 		for _, c := range d.flameChecks {
 			fmt.Printf("  %s  %-34s %s\n", c.mark, c.title, c.detail)
 		}
+		mark, detail := "PASS", "every request and call counted once"
+		if len(metricsDiffs) > 0 {
+			mark, detail = "FAIL", strings.Join(metricsDiffs, "; ")
+			problems = append(problems, errors.New("metrics: "+detail))
+		}
+		fmt.Printf("  %s  %-34s %s\n", mark, "RED metrics and service graph", detail)
 		return errors.Join(append([]error{failures(verdicts)}, problems...)...)
 	}
 	for _, p := range problems {
 		d.log.Warn(p.Error())
+	}
+	for _, m := range metricsDiffs {
+		d.log.Warn("metrics: " + m)
 	}
 	d.footer()
 	return d.waitForExit(ctx)
@@ -592,11 +614,12 @@ The demo keeps running; Ctrl-C stops everything it started.
   frontend-noagent  http://127.0.0.1:%d/{direct,hop,parallel,shared,cpu}  (the same jar, no agent)
   jfront            http://127.0.0.1:%d/{call,cpu}
   backend           http://127.0.0.1:%d/work
+  weft's metrics    http://127.0.0.1:%d/metrics  (RED per service and route, service graph; Prometheus text)
   Jaeger query API  http://127.0.0.1:%d/api/services, /api/traces?service=frontend&limit=5
                     (this Jaeger build has no web UI; OTLP/gRPC on 127.0.0.1:%d)
   any span's flame graph:  %s profile --dir %s --span SPAN_ID
   logs:             %s/
-`, p.frontend, p.noagent, p.jfront, p.backend, p.jaegerQuery, p.jaegerOTLP,
+`, p.frontend, p.noagent, p.jfront, p.backend, p.weftMetrics, p.jaegerQuery, p.jaegerOTLP,
 		d.rel(d.opts.weft), d.rel(d.profileDir()), d.rel(filepath.Join(d.dir, "logs")))
 }
 
