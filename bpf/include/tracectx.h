@@ -429,6 +429,9 @@ static __always_inline void serving_begins(__u64 sock_id, __u64 k, __u64 g, cons
  * the reader works for: its goroutine in a Go program, else its key. */
 static __always_inline void server_request(struct event_header *h, const __u8 *data, __u32 n)
 {
+	/* Map keys from the stack: h is trace_context's argument, and 6.1's
+	 * helpers take no key in a global function's memory argument. */
+	__u64 sock = h->sock_id;
 	struct span_ctx in = {};
 	struct span_ctx active = {};
 	__u64 k = ctx_key(h->pid, h->key);
@@ -450,9 +453,9 @@ static __always_inline void server_request(struct event_header *h, const __u8 *d
 	 * in the next segments weft sees. */
 	if (r == TP_NOT_YET && n == h->bytes) {
 		struct pending_head ph = {.key = k, .g = g};
-		bpf_map_update_elem(&pending_head, &h->sock_id, &ph, BPF_ANY);
+		bpf_map_update_elem(&pending_head, &sock, &ph, BPF_ANY);
 	} else {
-		bpf_map_delete_elem(&pending_head, &h->sock_id);
+		bpf_map_delete_elem(&pending_head, &sock);
 	}
 	h->ctx_kind = WEFT_CTX_SERVER;
 	__builtin_memcpy(active.trace_id, h->trace_id, 16);
@@ -476,7 +479,8 @@ static __always_inline void server_request(struct event_header *h, const __u8 *d
  * (WEFT_CTX_SERVER_CONT, same span id). */
 static __always_inline void server_head_more(struct event_header *h, const __u8 *data, __u32 n)
 {
-	struct pending_head *p = bpf_map_lookup_elem(&pending_head, &h->sock_id);
+	__u64 sock = h->sock_id;
+	struct pending_head *p = bpf_map_lookup_elem(&pending_head, &sock);
 	if (!p)
 		return;
 	struct pending_head ph = *p;
@@ -484,7 +488,7 @@ static __always_inline void server_head_more(struct event_header *h, const __u8 
 	enum tp_result r = parse_traceparent(data, n, true, &in);
 	if (r == TP_NOT_YET && n == h->bytes)
 		return;
-	bpf_map_delete_elem(&pending_head, &h->sock_id);
+	bpf_map_delete_elem(&pending_head, &sock);
 	if (r != TP_FOUND)
 		return;
 	in.trace_flags = continued_flags(&in);
@@ -500,7 +504,7 @@ static __always_inline void server_head_more(struct event_header *h, const __u8 
 		return;
 	__builtin_memcpy(active->trace_id, in.trace_id, 16);
 	active->trace_flags = in.trace_flags;
-	struct serving *sv = bpf_map_lookup_elem(&serving_sock, &h->sock_id);
+	struct serving *sv = bpf_map_lookup_elem(&serving_sock, &sock);
 	if (sv && *(__u64 *)sv->span_id == *(__u64 *)active->span_id) {
 		__builtin_memcpy(sv->trace_id, in.trace_id, 16);
 		sv->trace_flags = in.trace_flags;
@@ -650,11 +654,12 @@ static __always_inline void client_request(struct event_header *h, const __u8 *d
  * over (an interim 1xx response ends nothing). */
 static __always_inline void server_response(struct event_header *h, const __u8 *data, __u32 n)
 {
+	__u64 sock = h->sock_id;
 	__u64 k = ctx_key(h->pid, h->tid);
 	bpf_map_delete_elem(&traces_ctx_v1, &k);
 	if (n > 9 && data[9] == '1')
 		return;
-	struct serving *sv = bpf_map_lookup_elem(&serving_sock, &h->sock_id);
+	struct serving *sv = bpf_map_lookup_elem(&serving_sock, &sock);
 	if (sv)
 		serving_ends(sv, 1);
 }
@@ -713,13 +718,14 @@ static __always_inline bool prefixed_request_start(__u64 sock_id, const __u8 *d,
 
 static __always_inline void assign_trace_context(struct event_header *h, const __u8 *data, __u32 n, __u64 pid_tgid)
 {
+	__u64 sock = h->sock_id;
 	if (h->dir == WEFT_DIR_INGRESS) {
 		if (is_request_start(data, n)) {
 			server_request(h, data, n);
 		} else if (n == h->bytes && method_prefix(data, n)) {
 			struct start_prefix p = {.len = n};
 			__builtin_memcpy(p.b, data, 7);
-			bpf_map_update_elem(&start_prefixes, &h->sock_id, &p, BPF_ANY);
+			bpf_map_update_elem(&start_prefixes, &sock, &p, BPF_ANY);
 		} else if (n > 0 && ((data[0] >= 'A' && data[0] <= 'Z') || data[0] == ' ') && !is_response_start(data, n) &&
 			   prefixed_request_start(h->sock_id, data, n)) {
 			server_request(h, data, n);
