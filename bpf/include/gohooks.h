@@ -68,12 +68,9 @@ static __always_inline void go_created(__u64 pid_tgid, __u64 newg)
 		bpf_map_delete_elem(&go_creating, &pid_tgid);
 	}
 	bool stale = false;
-	struct go_ctx *parent = go_entry(tgid, creator.goid, &stale);
-	if (!parent)
-		return;
-	struct go_key nk = {.tgid = tgid, .id = child.goid};
-	struct go_ctx c = *parent;
-	bpf_map_update_elem(&go_active, &nk, &c, BPF_ANY);
+	struct go_ctx parent;
+	if (go_entry(tgid, creator.goid, &stale, &parent))
+		go_child_set(tgid, child.goid, &parent);
 }
 
 /* At each RET of runtime.newproc1 (Go before 1.24): the new g is in RAX,
@@ -113,14 +110,18 @@ int weft_go_roundtrip(struct pt_regs *ctx)
 	struct go_route r = {};
 	struct go_id id;
 	bool stale = false;
-	struct go_ctx *c = go_id_of(pi, ctx->r14, &id) ? go_lookup(tgid, &id, &stale) : 0;
-	if (c) {
-		r.from = *c;
+	if (go_id_of(pi, ctx->r14, &id) && go_lookup(tgid, &id, &stale, &r.from)) {
 		r.has_parent = GO_ROUTE_PARENT;
 	} else if (stale) {
 		r.has_parent = GO_ROUTE_STALE;
 	}
-	bpf_map_update_elem(&go_route, &pk, &r, BPF_ANY);
+	/* In place for a connection seen before: an LRU update allocates. Its
+	 * writeLoop reads it only after this caller hands the request over. */
+	struct go_route *prev = bpf_map_lookup_elem(&go_route, &pk);
+	if (prev)
+		*prev = r;
+	else
+		bpf_map_update_elem(&go_route, &pk, &r, BPF_ANY);
 	return 0;
 }
 

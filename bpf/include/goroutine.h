@@ -46,12 +46,42 @@ struct go_ctx {
 	__u64 root;
 };
 
+/* Roots: the goroutines serving a request, deleted when it is answered. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
 	__type(key, struct go_key);
 	__type(value, struct go_ctx);
 } go_active SEC(".maps");
+
+/* Copies for the goroutines a root's goroutines create, in a slot per
+ * goroutine id modulo the size. Goroutines end unseen, so a hash map of
+ * copies fills with the dead and every insert would evict (an LRU insert
+ * cost ~1 us a goroutine, and evicted live roots); a slot is overwritten
+ * in place, and the id in it says whose it is: a goroutine whose slot a
+ * later one took (GO_CHILD_SLOTS goroutines created in its lifetime) has
+ * no request, never another's. */
+#define GO_CHILD_SLOTS 65536
+
+struct go_child {
+	__u32 tgid;
+	__u32 _pad;
+	__u64 goid;
+	struct go_ctx c;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, GO_CHILD_SLOTS);
+	__type(key, __u32);
+	__type(value, struct go_child);
+} go_children SEC(".maps");
+
+static __always_inline struct go_child *go_child_slot(__u64 goid)
+{
+	__u32 slot = goid & (GO_CHILD_SLOTS - 1);
+	return bpf_map_lookup_elem(&go_children, &slot);
+}
 
 /* writeLoop goroutine id -> the *persistConn whose requests it writes. */
 struct {
@@ -129,7 +159,12 @@ static __always_inline void go_note_sender(__u64 pid_tgid)
 	struct go_id id;
 	if (!go_id_of(pi, user_g(), &id))
 		id.goid = id.parent = 0;
-	bpf_map_update_elem(&go_sender, &pid_tgid, &id, BPF_ANY);
+	/* In place when the thread has an entry: an LRU update allocates. */
+	struct go_id *noted = bpf_map_lookup_elem(&go_sender, &pid_tgid);
+	if (noted)
+		*noted = id;
+	else
+		bpf_map_update_elem(&go_sender, &pid_tgid, &id, BPF_ANY);
 }
 
 /* The request root still serves span. */
@@ -140,20 +175,55 @@ static __always_inline bool go_live(__u32 tgid, __u64 root, const __u8 *span_id)
 	return r && r->root == root && *(__u64 *)r->ctx.span_id == *(__u64 *)span_id;
 }
 
+/* Keeps the compiler from moving loads and stores across it; x86 keeps
+ * stores in order, and loads in order, so that is all a slot needs. */
+#define go_barrier() asm volatile("" ::: "memory")
+
+/* Goroutine goid's copy, from its slot: read between two reads of the
+ * slot's id, since a goroutine created now may be taking the slot over
+ * (go_child_set clears the id before it writes). */
+static __always_inline bool go_child_get(__u32 tgid, __u64 goid, struct go_ctx *out)
+{
+	struct go_child *ch = go_child_slot(goid);
+	if (!ch)
+		return false;
+	if (*(volatile __u64 *)&ch->goid != goid || ch->tgid != tgid)
+		return false;
+	go_barrier();
+	*out = ch->c;
+	go_barrier();
+	return *(volatile __u64 *)&ch->goid == goid && ch->tgid == tgid;
+}
+
+static __always_inline void go_child_set(__u32 tgid, __u64 goid, const struct go_ctx *c)
+{
+	struct go_child *ch = go_child_slot(goid);
+	if (!ch)
+		return;
+	*(volatile __u64 *)&ch->goid = 0;
+	go_barrier();
+	ch->tgid = tgid;
+	ch->c = *c;
+	go_barrier();
+	*(volatile __u64 *)&ch->goid = goid;
+}
+
 /* The live request goroutine goid works for through its own entry (its
- * root, or one copied at its creation), or 0; *stale when that entry
- * names a request that has ended. */
-static __always_inline struct go_ctx *go_entry(__u32 tgid, __u64 goid, bool *stale)
+ * root, or one copied at its creation), copied to out; false when none,
+ * and *stale when that entry names a request that has ended. */
+static __always_inline bool go_entry(__u32 tgid, __u64 goid, bool *stale, struct go_ctx *out)
 {
 	struct go_key k = {.tgid = tgid, .id = goid};
 	struct go_ctx *c = bpf_map_lookup_elem(&go_active, &k);
-	if (!c)
-		return 0;
-	if (c->root != goid && !go_live(tgid, c->root, c->ctx.span_id)) {
+	if (c)
+		*out = *c;
+	else if (!go_child_get(tgid, goid, out))
+		return false;
+	if (out->root != goid && !go_live(tgid, out->root, out->ctx.span_id)) {
 		*stale = true;
-		return 0;
+		return false;
 	}
-	return c;
+	return true;
 }
 
 /* The live request a goroutine works for. Only its own entry counts,
@@ -161,20 +231,21 @@ static __always_inline struct go_ctx *go_entry(__u32 tgid, __u64 goid, bool *sta
  * creator's current request may have begun after it was created (a
  * connection's goroutine serves one request after another), so it is
  * never asked later. */
-static __always_inline struct go_ctx *go_lookup(__u32 tgid, const struct go_id *id, bool *stale)
+static __always_inline bool go_lookup(__u32 tgid, const struct go_id *id, bool *stale, struct go_ctx *out)
 {
 	if (!id->goid)
-		return 0;
-	return go_entry(tgid, id->goid, stale);
+		return false;
+	return go_entry(tgid, id->goid, stale, out);
 }
 
-/* The parent of a client request goroutine id sends: the request of the
- * caller whose connection it writes for (writeLoop), else its own. */
-static __always_inline struct span_ctx *go_parent(__u32 tgid, const struct go_id *id)
+/* The parent of a client request goroutine id sends, copied to out: the
+ * request of the caller whose connection it writes for (writeLoop), else
+ * its own; false for none. */
+static __always_inline bool go_parent(__u32 tgid, const struct go_id *id, struct span_ctx *out)
 {
 	if (!id || !id->goid) {
 		count(WEFT_STAT_PARENT_UNKNOWN);
-		return 0;
+		return false;
 	}
 	struct go_key k = {.tgid = tgid, .id = id->goid};
 	__u64 *pc = bpf_map_lookup_elem(&go_writer, &k);
@@ -183,24 +254,29 @@ static __always_inline struct span_ctx *go_parent(__u32 tgid, const struct go_id
 		struct go_route *r = bpf_map_lookup_elem(&go_route, &ck);
 		if (!r) {
 			count(WEFT_STAT_PARENT_UNKNOWN);
-			return 0;
+			return false;
 		}
 		if (r->has_parent != GO_ROUTE_PARENT) {
 			if (r->has_parent == GO_ROUTE_STALE)
 				count(WEFT_STAT_PARENT_STALE);
-			return 0;
+			return false;
 		}
 		if (!go_live(tgid, r->from.root, r->from.ctx.span_id)) {
 			count(WEFT_STAT_PARENT_STALE);
-			return 0;
+			return false;
 		}
-		return &r->from.ctx;
+		*out = r->from.ctx;
+		return true;
 	}
 	bool stale = false;
-	struct go_ctx *c = go_lookup(tgid, id, &stale);
-	if (stale)
-		count(WEFT_STAT_PARENT_STALE);
-	return c ? &c->ctx : 0;
+	struct go_ctx c;
+	if (!go_lookup(tgid, id, &stale, &c)) {
+		if (stale)
+			count(WEFT_STAT_PARENT_STALE);
+		return false;
+	}
+	*out = c.ctx;
+	return true;
 }
 
 /* Goroutine goid read the start of a request: it serves span now. */
@@ -209,6 +285,10 @@ static __always_inline void go_serve(__u32 tgid, __u64 goid, const struct span_c
 	struct go_key k = {.tgid = tgid, .id = goid};
 	struct go_ctx c = {.ctx = *span, .root = goid};
 	bpf_map_update_elem(&go_active, &k, &c, BPF_ANY);
+	/* Its copy from its creation is not to come back when this ends. */
+	struct go_child *ch = go_child_slot(goid);
+	if (ch && ch->goid == goid && ch->tgid == tgid)
+		*(volatile __u64 *)&ch->goid = 0;
 }
 
 /* The request goroutine goid read (span_id) is answered or abandoned. */

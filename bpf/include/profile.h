@@ -36,9 +36,9 @@ struct {
 
 /* The span a sample of a thread of tgid (key) falls in: found as a client
  * span finds its parent, so that samples, spans and traceparents agree;
- * in a Go program by the goroutine the thread was running. A key serving
- * two requests at once names neither. */
-static __always_inline struct span_ctx *sample_span(struct bpf_perf_event_data *ctx, __u32 tgid, __u32 key)
+ * in a Go program by the goroutine the thread was running; copied to
+ * out, false for none. A key serving two requests at once names neither. */
+static __always_inline bool sample_span(struct bpf_perf_event_data *ctx, __u32 tgid, __u32 key, struct span_ctx *out)
 {
 	struct proc_info *pi = proc_of(tgid);
 	__u8 mode = pi ? pi->mode : WEFT_MODE_UNKNOWN;
@@ -55,13 +55,19 @@ static __always_inline struct span_ctx *sample_span(struct bpf_perf_event_data *
 			g = user_g();
 		struct go_id id;
 		bool stale = false;
-		struct go_ctx *c = go_id_of(pi, g, &id) ? go_lookup(tgid, &id, &stale) : 0;
-		return c ? &c->ctx : 0;
+		struct go_ctx c;
+		if (!go_id_of(pi, g, &id) || !go_lookup(tgid, &id, &stale, &c))
+			return false;
+		*out = c.ctx;
+		return true;
 	}
 	if (!by_thread(mode))
-		return 0;
+		return false;
 	struct span_ctx *a = lookup_active(tgid, key);
-	return a && !a->ambiguous ? a : 0;
+	if (!a || a->ambiguous)
+		return false;
+	*out = *a;
+	return true;
 }
 
 SEC("perf_event")
@@ -99,11 +105,11 @@ int weft_sample(struct bpf_perf_event_data *ctx)
 	s->cpu = bpf_get_smp_processor_id();
 	s->key = key;
 	bpf_get_current_comm(s->comm, sizeof(s->comm));
-	struct span_ctx *a = sample_span(ctx, tgid, key);
-	if (a) {
-		__builtin_memcpy(s->trace_id, a->trace_id, 16);
-		__builtin_memcpy(s->span_id, a->span_id, 8);
-		s->trace_flags = a->trace_flags;
+	struct span_ctx a;
+	if (sample_span(ctx, tgid, key, &a)) {
+		__builtin_memcpy(s->trace_id, a.trace_id, 16);
+		__builtin_memcpy(s->span_id, a.span_id, 8);
+		s->trace_flags = a.trace_flags;
 	} else {
 		__builtin_memset(s->trace_id, 0, 16);
 		__builtin_memset(s->span_id, 0, 8);

@@ -575,7 +575,7 @@ static __always_inline bool client_parent(__u64 pid_tgid, __u32 key, const struc
 	__u8 mode = mode_of(tgid);
 	struct span_ctx *srv;
 	if (mode == WEFT_MODE_GO) {
-		srv = go_parent(tgid, gid ? gid : bpf_map_lookup_elem(&go_sender, &pid_tgid));
+		return go_parent(tgid, gid ? gid : bpf_map_lookup_elem(&go_sender, &pid_tgid), out);
 	} else if (!by_thread(mode)) {
 		count(WEFT_STAT_PARENT_UNKNOWN);
 		return false;

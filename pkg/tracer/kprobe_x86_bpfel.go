@@ -64,6 +64,14 @@ type kprobeEventHeader struct {
 	Pad2        [7]uint8
 }
 
+type kprobeGoChild struct {
+	_    structs.HostLayout
+	Tgid uint32
+	Pad  uint32
+	Goid uint64
+	C    kprobeGoCtx
+}
+
 type kprobeGoCtx struct {
 	_    structs.HostLayout
 	Ctx  kprobeSpanCtx
@@ -196,6 +204,7 @@ const (
 	kprobeMapEagainRetry             = "eagain_retry"
 	kprobeMapEvents                  = "events"
 	kprobeMapGoActive                = "go_active"
+	kprobeMapGoChildren              = "go_children"
 	kprobeMapGoCreating              = "go_creating"
 	kprobeMapGoRoute                 = "go_route"
 	kprobeMapGoSender                = "go_sender"
@@ -354,6 +363,7 @@ type kprobeMapSpecs struct {
 	EagainRetry     *ebpf.MapSpec `ebpf:"eagain_retry"`
 	Events          *ebpf.MapSpec `ebpf:"events"`
 	GoActive        *ebpf.MapSpec `ebpf:"go_active"`
+	GoChildren      *ebpf.MapSpec `ebpf:"go_children"`
 	GoCreating      *ebpf.MapSpec `ebpf:"go_creating"`
 	GoRoute         *ebpf.MapSpec `ebpf:"go_route"`
 	GoSender        *ebpf.MapSpec `ebpf:"go_sender"`
@@ -434,6 +444,7 @@ type kprobeMaps struct {
 	EagainRetry     *ebpf.Map `ebpf:"eagain_retry"`
 	Events          *ebpf.Map `ebpf:"events"`
 	GoActive        *ebpf.Map `ebpf:"go_active"`
+	GoChildren      *ebpf.Map `ebpf:"go_children"`
 	GoCreating      *ebpf.Map `ebpf:"go_creating"`
 	GoRoute         *ebpf.Map `ebpf:"go_route"`
 	GoSender        *ebpf.Map `ebpf:"go_sender"`
@@ -474,6 +485,7 @@ func (m *kprobeMaps) Close() error {
 		m.EagainRetry,
 		m.Events,
 		m.GoActive,
+		m.GoChildren,
 		m.GoCreating,
 		m.GoRoute,
 		m.GoSender,

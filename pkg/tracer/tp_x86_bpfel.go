@@ -64,6 +64,14 @@ type tpEventHeader struct {
 	Pad2        [7]uint8
 }
 
+type tpGoChild struct {
+	_    structs.HostLayout
+	Tgid uint32
+	Pad  uint32
+	Goid uint64
+	C    tpGoCtx
+}
+
 type tpGoCtx struct {
 	_    structs.HostLayout
 	Ctx  tpSpanCtx
@@ -257,6 +265,7 @@ const (
 	tpMapEagainRetry             = "eagain_retry"
 	tpMapEvents                  = "events"
 	tpMapGoActive                = "go_active"
+	tpMapGoChildren              = "go_children"
 	tpMapGoCreating              = "go_creating"
 	tpMapGoRoute                 = "go_route"
 	tpMapGoSender                = "go_sender"
@@ -437,6 +446,7 @@ type tpMapSpecs struct {
 	EagainRetry    *ebpf.MapSpec `ebpf:"eagain_retry"`
 	Events         *ebpf.MapSpec `ebpf:"events"`
 	GoActive       *ebpf.MapSpec `ebpf:"go_active"`
+	GoChildren     *ebpf.MapSpec `ebpf:"go_children"`
 	GoCreating     *ebpf.MapSpec `ebpf:"go_creating"`
 	GoRoute        *ebpf.MapSpec `ebpf:"go_route"`
 	GoSender       *ebpf.MapSpec `ebpf:"go_sender"`
@@ -515,6 +525,7 @@ type tpMaps struct {
 	EagainRetry    *ebpf.Map `ebpf:"eagain_retry"`
 	Events         *ebpf.Map `ebpf:"events"`
 	GoActive       *ebpf.Map `ebpf:"go_active"`
+	GoChildren     *ebpf.Map `ebpf:"go_children"`
 	GoCreating     *ebpf.Map `ebpf:"go_creating"`
 	GoRoute        *ebpf.Map `ebpf:"go_route"`
 	GoSender       *ebpf.Map `ebpf:"go_sender"`
@@ -553,6 +564,7 @@ func (m *tpMaps) Close() error {
 		m.EagainRetry,
 		m.Events,
 		m.GoActive,
+		m.GoChildren,
 		m.GoCreating,
 		m.GoRoute,
 		m.GoSender,
