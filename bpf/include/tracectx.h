@@ -631,9 +631,13 @@ static __always_inline void client_request(struct event_header *h, const __u8 *d
 	}
 	struct span_ctx own = {};
 	if (parse_traceparent(data, n, false, &own) == TP_FOUND) {
-		/* An in-process instrumented client: its span id is on the wire. */
+		/* An in-process instrumented client (or a proxy passing the
+		 * header on): the span on the wire is its own, exported by it,
+		 * so weft's span is a child with an id of its own; two spans
+		 * with one id would break the trace. */
 		__builtin_memcpy(h->trace_id, own.trace_id, 16);
-		__builtin_memcpy(h->span_id, own.span_id, 8);
+		__builtin_memcpy(h->parent_id, own.span_id, 8);
+		random_ids(0, h->span_id);
 		h->trace_flags = own.trace_flags;
 		return;
 	}

@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
 	"github.com/weftdev/weft/pkg/export/otlptest"
 )
 
@@ -83,7 +85,8 @@ func TestInjectionKeepsRequestsValid(t *testing.T) {
 		clients[name] = holdClient(t, "-target="+addr, "-scenario="+name)
 		pids = append(pids, strconv.Itoa(clients[name].Pid()))
 	}
-	startWeft(t, otlptest.Start(t), "--pid="+strings.Join(pids, ","))
+	rcv := otlptest.Start(t)
+	startWeft(t, rcv, "--pid="+strings.Join(pids, ","))
 	for name, n := range scenarios {
 		out := clients[name].Release(t)
 		lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -99,6 +102,39 @@ func TestInjectionKeepsRequestsValid(t *testing.T) {
 		if strings.HasPrefix(name, "hastp") && !strings.Contains(out, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01") {
 			t.Errorf("the application's own traceparent was not kept: %s", out)
 		}
+	}
+	checkOwnTraceparentSpans(t, rcv, 6)
+}
+
+// checkOwnTraceparentSpans checks the spans of n requests, of which two
+// (hastp, hastpcase) carried the application's own traceparent: weft's
+// client span and the server's span are children of the application's
+// span, and no two spans share an id.
+func checkOwnTraceparentSpans(t *testing.T, rcv *otlptest.Receiver, n int) {
+	t.Helper()
+	const appTrace, appSpan = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+	recs, ok := rcv.WaitFor(2*n, 30*time.Second)
+	if !ok {
+		t.Fatalf("received %d spans, want %d", len(recs), 2*n)
+	}
+	ids := map[string]bool{}
+	kinds := map[tracepb.Span_SpanKind]int{}
+	for _, r := range recs {
+		id := hex.EncodeToString(r.Span.GetSpanId())
+		if ids[id] {
+			t.Errorf("two spans with id %s", id)
+		}
+		ids[id] = true
+		if hex.EncodeToString(r.Span.GetTraceId()) != appTrace {
+			continue
+		}
+		kinds[r.Span.GetKind()]++
+		if parent := hex.EncodeToString(r.Span.GetParentSpanId()); parent != appSpan || id == appSpan {
+			t.Errorf("%v span %s under %s, want a child of the application's span %s", r.Span.GetKind(), id, parent, appSpan)
+		}
+	}
+	if kinds[tracepb.Span_SPAN_KIND_CLIENT] != 2 || kinds[tracepb.Span_SPAN_KIND_SERVER] != 2 {
+		t.Errorf("spans in the application's trace: %v, want 2 client and 2 server", kinds)
 	}
 }
 
