@@ -7,14 +7,13 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weftdev/weft/pkg/spans"
 )
 
-// spanAttributes maps a weft span to the stable HTTP semantic conventions.
-func spanAttributes(s *spans.Span) []attribute.KeyValue {
-	attrs := make([]attribute.KeyValue, 0, 24)
+// spanAttributes appends to attrs a weft span's attributes under the
+// stable HTTP semantic conventions.
+func spanAttributes(s *spans.Span, attrs []attribute.KeyValue) []attribute.KeyValue {
 	if s.Method != "" {
 		if spans.KnownMethod(s.Method) {
 			attrs = append(attrs, semconv.HTTPRequestMethodKey.String(s.Method))
@@ -91,16 +90,6 @@ func spanStatus(s *spans.Span) (codes.Code, string) {
 		return codes.Unset, ""
 	}
 	return codes.Error, validUTF8(s.ErrorType)
-}
-
-func spanKind(k spans.Kind) trace.SpanKind {
-	switch k {
-	case spans.KindServer:
-		return trace.SpanKindServer
-	case spans.KindClient:
-		return trace.SpanKindClient
-	}
-	return trace.SpanKindInternal
 }
 
 // spanName falls back to the conventions' "{method}" or "HTTP" when the

@@ -6,19 +6,20 @@ import (
 	"fmt"
 	"log/slog"
 
-	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weftdev/weft/pkg/spans"
 )
 
-// OTLP exports spans over OTLP/gRPC or OTLP/HTTP through the OpenTelemetry
-// SDK, keeping the ids, timestamps and parentage weft decided.
+// OTLP exports spans over OTLP/gRPC or OTLP/HTTP, keeping the ids,
+// timestamps and parentage weft decided. Spans are encoded to OTLP
+// straight from weft's model (spanEncoder) and sent with the
+// OpenTelemetry exporters' clients, which keep the OTEL_EXPORTER_OTLP_*
+// configuration, TLS, headers, compression and retries.
 type OTLP struct {
 	resolver Resolver
-	tracers  *tracers
 	queue    *queue
 	stats    counters
 }
@@ -47,71 +48,54 @@ func NewOTLP(ctx context.Context, cfg OTLPConfig, resolver Resolver) (*OTLP, err
 		maxBatch:     cfg.MaxBatchSize,
 		batchTimeout: cfg.BatchTimeout,
 	}, out, &o.stats, log)
-	o.tracers, err = newTracers(providerHook{q: o.queue}, cfg.Version)
-	if err != nil {
-		return nil, errors.Join(err, o.queue.shutdown(ctx))
-	}
 	return o, nil
 }
 
-// newSender makes the SDK exporter of cfg.Protocol. Certificate files are
+// newSender makes the OTLP client of cfg.Protocol. Certificate files are
 // loaded here, so that a bad one stops weft at start-up.
 func newSender(ctx context.Context, cfg OTLPConfig) (sender, error) {
 	tlsCfg, err := cfg.TLS.Config()
 	if err != nil {
 		return nil, err
 	}
-	outcome := &rpcOutcome{}
+	enc, err := newSpanEncoder(cfg.Version)
+	if err != nil {
+		return nil, err
+	}
+	out := &otlpSender{enc: enc, outcome: &rpcOutcome{}}
 	switch cfg.Protocol {
 	case "", ProtocolGRPC:
-		opts, err := cfg.grpcOptions(tlsCfg, outcome)
+		opts, err := cfg.grpcOptions(tlsCfg, out.outcome)
 		if err != nil {
 			return nil, err
 		}
-		exp, err := otlptracegrpc.New(ctx, opts...)
-		if err != nil {
-			return nil, err
-		}
-		return &otlpSender{exp: exp, outcome: outcome}, nil
+		out.client = otlptracegrpc.NewClient(opts...)
 	case ProtocolHTTPProtobuf:
-		opts, err := cfg.httpOptions(tlsCfg, outcome)
+		opts, err := cfg.httpOptions(tlsCfg, out.outcome)
 		if err != nil {
 			return nil, err
 		}
-		exp, err := otlptracehttp.New(ctx, opts...)
-		if err != nil {
-			return nil, err
-		}
-		return &httpSender{otlpSender: otlpSender{exp: exp, outcome: outcome}, timeout: cfg.Timeout}, nil
+		out.client = otlptracehttp.NewClient(opts...)
+		// otlptracegrpc bounds each export, retries included, by the
+		// timeout itself; over HTTP the sender does.
+		out.timeout = cfg.Timeout
+	default:
+		return nil, fmt.Errorf("otlp protocol %q: want %s or %s", cfg.Protocol, ProtocolGRPC, ProtocolHTTPProtobuf)
 	}
-	return nil, fmt.Errorf("otlp protocol %q: want %s or %s", cfg.Protocol, ProtocolGRPC, ProtocolHTTPProtobuf)
+	if err := out.client.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start otlp client: %w", err)
+	}
+	return out, nil
 }
 
-// Export records s through the SDK and queues it; it never blocks on the
-// network.
+var _ otlptrace.Client = otlptracegrpc.NewClient()
+
+// Export queues s with its process's resource; it never blocks on the
+// network. s must not change afterwards.
 func (o *OTLP) Export(s *spans.Span) {
 	o.stats.received.Add(1)
 	res, _ := o.resolver.Resolve(s.PID)
-	tr := o.tracers.get(res)
-
-	ctx := withIDs(context.Background(), trace.TraceID(s.TraceID), trace.SpanID(s.SpanID))
-	if s.ParentID.IsValid() {
-		ctx = trace.ContextWithSpanContext(ctx, trace.NewSpanContext(trace.SpanContextConfig{
-			TraceID:    trace.TraceID(s.TraceID),
-			SpanID:     trace.SpanID(s.ParentID),
-			TraceFlags: trace.TraceFlags(s.TraceFlags),
-			Remote:     s.ParentRemote,
-		}))
-	}
-	_, span := tr.Start(ctx, spanName(s),
-		trace.WithSpanKind(spanKind(s.Kind)),
-		trace.WithTimestamp(s.Start),
-		trace.WithAttributes(spanAttributes(s)...),
-	)
-	if code, desc := spanStatus(s); code != codes.Unset {
-		span.SetStatus(code, desc)
-	}
-	span.End(trace.WithTimestamp(s.End))
+	o.queue.enqueue(queued{span: s, res: res})
 }
 
 // Shutdown exports what is queued within ctx, counts what could not be sent

@@ -2,16 +2,13 @@ package export
 
 import (
 	"bytes"
-	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"time"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -64,19 +61,6 @@ func (c OTLPConfig) httpOptions(tlsCfg *tls.Config, outcome *rpcOutcome) ([]otlp
 			MaxElapsedTime:  c.RetryMaxElapsed,
 		}),
 	}, nil
-}
-
-// httpSender is otlpSender over OTLP/HTTP. It bounds each export, retries
-// included, by the timeout, as otlptracegrpc does by itself.
-type httpSender struct {
-	otlpSender
-	timeout time.Duration
-}
-
-func (s *httpSender) send(ctx context.Context, batch []sdktrace.ReadOnlySpan) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	return s.otlpSender.send(ctx, batch)
 }
 
 // outcomeTransport records the outcome of each export request, as the

@@ -3,35 +3,43 @@ package export
 import (
 	"context"
 	"sync"
+	"time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
 )
 
-// otlpSender sends batches with the SDK's OTLP exporter. The exporter
-// reports a partial success only as an opaque error, so a gRPC interceptor
-// (or, over HTTP, outcomeTransport) records the outcome of the last
-// request to tell accepted spans from rejected ones.
+// otlpSender encodes a batch and uploads it with an OTLP client. The
+// client reports a partial success only as an opaque error, so a gRPC
+// interceptor (or, over HTTP, outcomeTransport) records the outcome of the
+// last request to tell accepted spans from rejected ones.
 type otlpSender struct {
-	exp     sdktrace.SpanExporter
+	client  otlptrace.Client
+	enc     *spanEncoder
 	outcome *rpcOutcome
+	timeout time.Duration // bounds each export when set
 }
 
-func (s *otlpSender) send(ctx context.Context, batch []sdktrace.ReadOnlySpan) (int, error) {
+func (s *otlpSender) send(ctx context.Context, batch []queued) (int, error) {
+	if s.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.timeout)
+		defer cancel()
+	}
 	s.outcome.reset()
-	err := s.exp.ExportSpans(ctx, batch)
+	err := s.client.UploadTraces(ctx, s.enc.encode(batch))
 	if err == nil {
 		return len(batch), nil
 	}
 	if ok, rejected := s.outcome.get(); ok {
-		// The RPC succeeded, so err is the backend's partial success.
+		// The request succeeded, so err is the backend's partial success.
 		return len(batch) - int(rejected), err
 	}
 	return 0, err
 }
 
-func (s *otlpSender) shutdown(ctx context.Context) error { return s.exp.Shutdown(ctx) }
+func (s *otlpSender) shutdown(ctx context.Context) error { return s.client.Stop(ctx) }
 
 // rpcOutcome remembers the result of the last Export RPC.
 type rpcOutcome struct {

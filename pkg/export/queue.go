@@ -7,14 +7,12 @@ import (
 	"log/slog"
 	"sync"
 	"time"
-
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 // sender delivers one batch. accepted is how many spans the backend took;
 // the rest of the batch counts as failed.
 type sender interface {
-	send(ctx context.Context, batch []sdktrace.ReadOnlySpan) (accepted int, err error)
+	send(ctx context.Context, batch []queued) (accepted int, err error)
 	shutdown(ctx context.Context) error
 }
 
@@ -27,9 +25,9 @@ type queueConfig struct {
 // dropLogInterval limits how often a full queue is logged.
 const dropLogInterval = 10 * time.Second
 
-// queue is the span processor shared by all tracer providers. It replaces
-// sdktrace's BatchSpanProcessor because that one drops silently, while weft
-// must count every span it loses. Enqueueing never blocks: a full queue
+// queue batches spans for the sender. It is weft's own, not the SDK's
+// BatchSpanProcessor, because that one drops silently, while weft must
+// count every span it loses. Enqueueing never blocks: a full queue
 // drops. Nor does it wake the worker, but for a full batch: a wake-up per
 // span would cost more than the span at low rates.
 type queue struct {
@@ -42,7 +40,7 @@ type queue struct {
 	// span is added after the final drain and left uncounted.
 	mu      sync.Mutex
 	closed  bool
-	pending []sdktrace.ReadOnlySpan // at most cfg.size
+	pending []queued // at most cfg.size
 
 	full chan struct{} // a batch is pending (capacity 1)
 	stop chan struct{}
@@ -75,7 +73,7 @@ func newQueue(cfg queueConfig, out sender, stats *counters, log *slog.Logger) *q
 	return q
 }
 
-func (q *queue) enqueue(s sdktrace.ReadOnlySpan) {
+func (q *queue) enqueue(s queued) {
 	q.mu.Lock()
 	if q.closed || len(q.pending) >= q.cfg.size {
 		q.mu.Unlock()
@@ -96,7 +94,7 @@ func (q *queue) enqueue(s sdktrace.ReadOnlySpan) {
 
 // take moves up to a batch of the oldest pending spans into buf, so that
 // the spans held, waiting or being sent, stay within size + maxBatch.
-func (q *queue) take(buf []sdktrace.ReadOnlySpan) []sdktrace.ReadOnlySpan {
+func (q *queue) take(buf []queued) []queued {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	n := min(len(q.pending), q.cfg.maxBatch)
@@ -139,7 +137,7 @@ func (q *queue) run() {
 	defer close(q.done)
 	ticker := time.NewTicker(q.cfg.batchTimeout)
 	defer ticker.Stop()
-	batch := make([]sdktrace.ReadOnlySpan, 0, q.cfg.maxBatch)
+	batch := make([]queued, 0, q.cfg.maxBatch)
 	for {
 		select {
 		case <-q.stop:
@@ -157,7 +155,7 @@ func (q *queue) run() {
 // exportPending exports the pending spans, a batch at a time. Once the
 // shutdown deadline has passed the rest is counted as dropped: it was never
 // attempted.
-func (q *queue) exportPending(batch []sdktrace.ReadOnlySpan) {
+func (q *queue) exportPending(batch []queued) {
 	for {
 		batch = q.take(batch)
 		if len(batch) == 0 {
@@ -173,7 +171,7 @@ func (q *queue) exportPending(batch []sdktrace.ReadOnlySpan) {
 	}
 }
 
-func (q *queue) export(batch []sdktrace.ReadOnlySpan) {
+func (q *queue) export(batch []queued) {
 	n := len(batch)
 	accepted, err := q.out.send(q.runCtx, batch)
 	accepted = max(0, min(accepted, n))
@@ -199,13 +197,3 @@ func (q *queue) logDrops() {
 	q.dropsLogged = dropped
 	q.lastDropLog = time.Now()
 }
-
-// providerHook is the SpanProcessor registered with every TracerProvider. It
-// only forwards finished spans: providers are evicted and garbage collected
-// independently, and none of them may shut the shared queue down.
-type providerHook struct{ q *queue }
-
-func (h providerHook) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
-func (h providerHook) OnEnd(s sdktrace.ReadOnlySpan)                   { h.q.enqueue(s) }
-func (h providerHook) Shutdown(context.Context) error                  { return nil }
-func (h providerHook) ForceFlush(context.Context) error                { return nil }

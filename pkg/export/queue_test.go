@@ -9,8 +9,7 @@ import (
 	"testing"
 	"time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"github.com/weftdev/weft/pkg/spans"
 )
 
 // fakeSender records batches. While gate is open (non-nil), send blocks
@@ -25,7 +24,7 @@ type fakeSender struct {
 	shutdowns int
 }
 
-func (f *fakeSender) send(ctx context.Context, batch []sdktrace.ReadOnlySpan) (int, error) {
+func (f *fakeSender) send(ctx context.Context, batch []queued) (int, error) {
 	f.mu.Lock()
 	gate, calls := f.gate, f.calls
 	f.mu.Unlock()
@@ -41,7 +40,7 @@ func (f *fakeSender) send(ctx context.Context, batch []sdktrace.ReadOnlySpan) (i
 	}
 	names := make([]string, len(batch))
 	for i, s := range batch {
-		names[i] = s.Name()
+		names[i] = s.span.Name
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -68,8 +67,8 @@ func (f *fakeSender) sent() [][]string {
 	return append([][]string(nil), f.batches...)
 }
 
-func readOnlySpan(name string) sdktrace.ReadOnlySpan {
-	return tracetest.SpanStub{Name: name}.Snapshot()
+func queuedSpan(name string) queued {
+	return queued{span: &spans.Span{Name: name}}
 }
 
 func newTestQueue(t *testing.T, cfg queueConfig, out sender) (*queue, *counters) {
@@ -99,11 +98,11 @@ func TestQueueDropsWhenFull(t *testing.T) {
 	out := &fakeSender{gate: make(chan struct{}), calls: make(chan int, 10)}
 	q, stats := newTestQueue(t, queueConfig{size: 4, maxBatch: 2, batchTimeout: time.Hour}, out)
 
-	q.enqueue(readOnlySpan("a"))
-	q.enqueue(readOnlySpan("b"))
+	q.enqueue(queuedSpan("a"))
+	q.enqueue(queuedSpan("b"))
 	<-out.calls // the worker holds a full batch and is blocked sending it
 	for i := range 18 {
-		q.enqueue(readOnlySpan(strconv.Itoa(i)))
+		q.enqueue(queuedSpan(strconv.Itoa(i)))
 	}
 	if got := stats.snapshot(); got.Dropped != 14 || got.QueueLen != 6 {
 		t.Fatalf("while blocked: %+v, want 14 dropped and 6 queued", got)
@@ -120,7 +119,7 @@ func TestQueueCountsFailures(t *testing.T) {
 	out := &fakeSender{err: errors.New("backend unavailable")}
 	q, stats := newTestQueue(t, queueConfig{size: 10, maxBatch: 3, batchTimeout: time.Hour}, out)
 	for i := range 6 {
-		q.enqueue(readOnlySpan(strconv.Itoa(i)))
+		q.enqueue(queuedSpan(strconv.Itoa(i)))
 	}
 	waitUntil(t, "two failed batches", func() bool { return stats.snapshot().Failed == 6 })
 
@@ -129,7 +128,7 @@ func TestQueueCountsFailures(t *testing.T) {
 	out.reject = 1
 	out.mu.Unlock()
 	for i := range 3 {
-		q.enqueue(readOnlySpan(strconv.Itoa(i)))
+		q.enqueue(queuedSpan(strconv.Itoa(i)))
 	}
 	waitUntil(t, "partial batch", func() bool { return stats.snapshot().Exported == 2 })
 	if got := stats.snapshot(); got.Failed != 7 || got.QueueLen != 0 {
@@ -141,7 +140,7 @@ func TestQueueBatchesBySizeAndTime(t *testing.T) {
 	out := &fakeSender{}
 	q, stats := newTestQueue(t, queueConfig{size: 100, maxBatch: 3, batchTimeout: 30 * time.Millisecond}, out)
 	for i := range 7 {
-		q.enqueue(readOnlySpan(strconv.Itoa(i)))
+		q.enqueue(queuedSpan(strconv.Itoa(i)))
 	}
 	waitUntil(t, "all spans", func() bool { return stats.snapshot().Exported == 7 })
 	sizes := []int{}
@@ -157,7 +156,7 @@ func TestQueueShutdownFlushes(t *testing.T) {
 	out := &fakeSender{}
 	q, stats := newTestQueue(t, queueConfig{size: 100, maxBatch: 4, batchTimeout: time.Hour}, out)
 	for i := range 10 {
-		q.enqueue(readOnlySpan(strconv.Itoa(i)))
+		q.enqueue(queuedSpan(strconv.Itoa(i)))
 	}
 	if err := q.shutdown(context.Background()); err != nil {
 		t.Fatal(err)
@@ -168,7 +167,7 @@ func TestQueueShutdownFlushes(t *testing.T) {
 	if err := q.shutdown(context.Background()); err != nil {
 		t.Fatalf("second shutdown: %v", err)
 	}
-	q.enqueue(readOnlySpan("late"))
+	q.enqueue(queuedSpan("late"))
 	if got := stats.snapshot(); got.Dropped != 1 {
 		t.Fatalf("span after shutdown: %+v, want 1 dropped", got)
 	}
@@ -181,7 +180,7 @@ func TestQueueShutdownDeadline(t *testing.T) {
 	out := &fakeSender{gate: make(chan struct{}), calls: make(chan int, 10)}
 	q, stats := newTestQueue(t, queueConfig{size: 100, maxBatch: 2, batchTimeout: time.Hour}, out)
 	for i := range 7 {
-		q.enqueue(readOnlySpan(strconv.Itoa(i)))
+		q.enqueue(queuedSpan(strconv.Itoa(i)))
 	}
 	<-out.calls
 
@@ -197,23 +196,5 @@ func TestQueueShutdownDeadline(t *testing.T) {
 	// The batch in flight failed; the rest was never attempted.
 	if got := stats.snapshot(); got.Failed != 2 || got.Dropped != 5 || got.QueueLen != 0 {
 		t.Fatalf("got %+v, want 2 failed, 5 dropped", got)
-	}
-}
-
-func TestProviderShutdownLeavesQueueRunning(t *testing.T) {
-	out := &fakeSender{}
-	q, stats := newTestQueue(t, queueConfig{size: 10, maxBatch: 1, batchTimeout: time.Hour}, out)
-	hook := providerHook{q: q}
-	first := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(hook))
-	second := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(hook))
-
-	if err := first.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	_, span := second.Tracer("t").Start(context.Background(), "after")
-	span.End()
-	waitUntil(t, "span of the live provider", func() bool { return stats.snapshot().Exported == 1 })
-	if out.shutdowns != 0 {
-		t.Fatal("provider shutdown shut the shared sender down")
 	}
 }

@@ -22,6 +22,10 @@ type Record struct {
 	Resource    map[string]any // see Attrs for the value types
 	Scope       *commonpb.InstrumentationScope
 	Span        *tracepb.Span
+
+	// As received, for tests that compare whole exports.
+	ResourceSpans *tracepb.ResourceSpans
+	ScopeSpans    *tracepb.ScopeSpans
 }
 
 // Receiver is an OTLP/gRPC trace receiver on a loopback port. Its address is
@@ -179,7 +183,10 @@ func (r *Receiver) export(md metadata.MD, req *collectortrace.ExportTraceService
 		service, _ := res["service.name"].(string)
 		for _, ss := range rs.GetScopeSpans() {
 			for _, s := range ss.GetSpans() {
-				r.records = append(r.records, Record{ServiceName: service, Resource: res, Scope: ss.GetScope(), Span: s})
+				r.records = append(r.records, Record{
+					ServiceName: service, Resource: res, Scope: ss.GetScope(), Span: s,
+					ResourceSpans: rs, ScopeSpans: ss,
+				})
 			}
 		}
 	}
