@@ -82,11 +82,14 @@ struct {
 
 /* Sockets weft has reported data for, so that their close is reported;
  * the value notes a reset from the peer, for the close to say who ended
- * the connection. */
+ * the connection. A plain hash, not an LRU: every TCP socket passes
+ * TCP_CLOSE, where its entry goes, and a full table must say so
+ * (WEFT_STAT_SOCK_TABLE_FULL) rather than drop another socket's entry,
+ * and with it that socket's close, unseen. User space sets the size. */
 #define SOCK_TRACKED 1
 #define SOCK_RESET_BY_PEER 2
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
 	__type(key, __u64);
 	__type(value, __u8);

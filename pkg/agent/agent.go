@@ -32,6 +32,10 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 	if err != nil {
 		return fmt.Errorf("choose attach path: %w", err)
 	}
+	// Named here, rather than as a verifier's dump at load.
+	if err := kernel.CheckBPFFloor(); err != nil {
+		return fmt.Errorf("kernel %s: %w", features.Release, err)
+	}
 	self := os.Getpid()
 	cgroupRoot, _ := kernel.FindMount("cgroup2") // needed only to select cgroups: New says so
 	sel, err := selector.New(cfg.Select, selector.System{Proc: "/proc", CgroupRoot: cgroupRoot, Self: self}, nil)
@@ -54,16 +58,17 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 	}
 	sampler := cfg.Sampler.Parsed()
 	tr, err := tracer.Open(tracer.Options{
-		Path:         path,
-		CaptureBytes: cfg.CaptureBytes,
-		SelfPID:      uint32(self),
-		TraceAll:     cfg.Select.All(),
-		NotifyExec:   sel.NeedsExecEvents(),
-		Cgroups:      cgroups,
-		Propagation:  cfg.Propagation == "headers",
-		RuntimeHooks: cfg.RuntimeHooks == "on",
-		PinTracesCtx: cfg.Profile.Pin,
-		Sampler:      &sampler,
+		Path:            path,
+		CaptureBytes:    cfg.CaptureBytes,
+		SocketTableSize: uint32(cfg.SocketTableSize),
+		SelfPID:         uint32(self),
+		TraceAll:        cfg.Select.All(),
+		NotifyExec:      sel.NeedsExecEvents(),
+		Cgroups:         cgroups,
+		Propagation:     cfg.Propagation == "headers",
+		RuntimeHooks:    cfg.RuntimeHooks == "on",
+		PinTracesCtx:    cfg.Profile.Pin,
+		Sampler:         &sampler,
 	})
 	if err != nil {
 		return errors.Join(err, exp.Shutdown(ctx))

@@ -17,6 +17,10 @@ type Config struct {
 	// CaptureBytes is how many leading bytes of each send/recv reach user
 	// space (256..4096).
 	CaptureBytes int `yaml:"capture_bytes"`
+	// SocketTableSize is how many sockets with traffic weft follows to
+	// their close at once (1024..16777216); past it, closes go unseen
+	// and weft_socket_table_full counts the calls.
+	SocketTableSize int `yaml:"socket_table_size"`
 
 	// Propagation is "headers" (write traceparent into the HTTP/1.x
 	// requests traced processes send) or "off".
@@ -89,20 +93,21 @@ func (s Select) All() bool {
 // Default returns the settings used when nothing else is said.
 func Default() Config {
 	return Config{
-		Probes:         "auto",
-		Propagation:    "headers",
-		RuntimeHooks:   "on",
-		JavaAgent:      "off",
-		NodeAgent:      "off",
-		CaptureBytes:   512,
-		RequestTimeout: 2 * time.Minute,
-		StatsInterval:  time.Minute,
-		LogLevel:       "info",
-		OTLP:           defaultOTLP(),
-		Profile:        defaultProfile(),
-		Sampler:        Sampler{Name: "parentbased_always_on"},
-		Metrics:        defaultMetrics(),
-		Kubernetes:     defaultKubernetes(),
+		Probes:          "auto",
+		Propagation:     "headers",
+		RuntimeHooks:    "on",
+		JavaAgent:       "off",
+		NodeAgent:       "off",
+		CaptureBytes:    512,
+		SocketTableSize: 65536,
+		RequestTimeout:  2 * time.Minute,
+		StatsInterval:   time.Minute,
+		LogLevel:        "info",
+		OTLP:            defaultOTLP(),
+		Profile:         defaultProfile(),
+		Sampler:         Sampler{Name: "parentbased_always_on"},
+		Metrics:         defaultMetrics(),
+		Kubernetes:      defaultKubernetes(),
 	}
 }
 
@@ -135,6 +140,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CaptureBytes < 64 || c.CaptureBytes > 4096 {
 		return fmt.Errorf("capture_bytes %d: want 64..4096", c.CaptureBytes)
+	}
+	if c.SocketTableSize < 1024 || c.SocketTableSize > 1<<24 {
+		return fmt.Errorf("socket_table_size %d: want 1024..16777216", c.SocketTableSize)
 	}
 	if c.Select.Exe != "" {
 		if _, err := regexp.Compile(c.Select.Exe); err != nil {

@@ -19,6 +19,7 @@ func TestPrecedence(t *testing.T) {
 		"OTEL_EXPORTER_OTLP_ENDPOINT": "env:4317",
 		"OTEL_EXPORTER_OTLP_HEADERS":  "api-key=a%20b,x=y",
 		"WEFT_CAPTURE_BYTES":          "2048",
+		"WEFT_SOCKET_TABLE_SIZE":      "4096",
 	}
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fl := RegisterFlags(fs)
@@ -41,6 +42,9 @@ func TestPrecedence(t *testing.T) {
 	if c.CaptureBytes != 300 { // flag over env over file
 		t.Errorf("capture = %d", c.CaptureBytes)
 	}
+	if c.SocketTableSize != 4096 { // env over default
+		t.Errorf("socket table = %d", c.SocketTableSize)
+	}
 	if c.Select.Exe != "python" || len(c.Select.Ports) != 1 || c.Select.Ports[0] != 8080 {
 		t.Errorf("select = %+v", c.Select)
 	}
@@ -56,6 +60,7 @@ func TestValidateRejects(t *testing.T) {
 	for name, mut := range map[string]func(*Config){
 		"probes":  func(c *Config) { c.Probes = "fentry" },
 		"capture": func(c *Config) { c.CaptureBytes = 8192 },
+		"sockets": func(c *Config) { c.SocketTableSize = 100 },
 		"exe":     func(c *Config) { c.Select.Exe = "(" },
 		"port":    func(c *Config) { c.Select.Ports = []int{70000} },
 		"level":   func(c *Config) { c.LogLevel = "loud" },

@@ -14,6 +14,7 @@ type Flags struct {
 	propagation  string
 	rtHooks      string
 	captureBytes int
+	sockTable    int
 	pids         string
 	ports        string
 	exe          string
@@ -47,6 +48,7 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.nodeAgent, "node-agent", d.NodeAgent, "load weft's Node.js companion into traced Node.js processes: attach or off")
 	fs.StringVar(&f.javaArgs, "java-agent-args", "", "arguments for the Java agent weft attaches, e.g. mode=ioctl")
 	fs.IntVar(&f.captureBytes, "capture-bytes", d.CaptureBytes, "leading payload bytes captured per send/recv (64..4096)")
+	fs.IntVar(&f.sockTable, "socket-table-size", d.SocketTableSize, "sockets with traffic followed to their close at once (1024..16777216)")
 	fs.StringVar(&f.pids, "pid", "", "trace these process ids (comma-separated) and their children")
 	fs.StringVar(&f.ports, "port", "", "trace processes listening on these TCP ports (comma-separated)")
 	fs.StringVar(&f.exe, "exe", "", "trace processes whose executable path or command line matches this regexp")
@@ -96,6 +98,8 @@ func (f *Flags) apply(c *Config, fs *flag.FlagSet) error {
 			c.JavaAgentArgs = f.javaArgs
 		case "capture-bytes":
 			c.CaptureBytes = f.captureBytes
+		case "socket-table-size":
+			c.SocketTableSize = f.sockTable
 		case "pid":
 			c.Select.PIDs, err = parseInts(f.pids)
 		case "port":

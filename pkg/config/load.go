@@ -63,6 +63,7 @@ func applyEnv(c *Config, getenv func(string) string) error {
 	set("WEFT_JAVA_AGENT_ARGS", func(v string) error { c.JavaAgentArgs = v; return nil })
 	set("WEFT_NODE_AGENT", func(v string) error { c.NodeAgent = v; return nil })
 	set("WEFT_CAPTURE_BYTES", func(v string) (e error) { c.CaptureBytes, e = strconv.Atoi(v); return })
+	set("WEFT_SOCKET_TABLE_SIZE", func(v string) (e error) { c.SocketTableSize, e = strconv.Atoi(v); return })
 	set("WEFT_PIDS", func(v string) (e error) { c.Select.PIDs, e = parseInts(v); return })
 	set("WEFT_PORTS", func(v string) (e error) { c.Select.Ports, e = parseInts(v); return })
 	set("WEFT_EXE", func(v string) error { c.Select.Exe = v; return nil })

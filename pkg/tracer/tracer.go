@@ -53,11 +53,19 @@ type Options struct {
 	// OpenTelemetry eBPF profiler looks at <bpffs>/otel/traces_ctx_v1. A map
 	// already pinned there is shared, not replaced. Empty: not pinned.
 	PinTracesCtx string
+	// SocketTableSize is how many sockets with data in flight weft
+	// follows to their close (0: DefaultSocketTableSize); past it, closes
+	// go unseen and weft_socket_table_full counts the calls.
+	SocketTableSize uint32
 	// Sampler decides, where a trace begins or enters a traced process,
 	// whether it is recorded; nil is OpenTelemetry's default,
 	// parentbased_always_on.
 	Sampler *sampling.Sampler
 }
+
+// DefaultSocketTableSize is how many sockets are followed to their close
+// unless configured.
+const DefaultSocketTableSize = 65536
 
 // Cgroup is a cgroup v2 directory by id and depth (the root is level 0).
 type Cgroup struct {
@@ -140,6 +148,15 @@ func load(opts Options, replace map[string]*ebpf.Map) (*ebpf.Collection, error) 
 			return nil, fmt.Errorf("set %s: %w", name, err)
 		}
 	}
+	size := opts.SocketTableSize
+	if size == 0 {
+		size = DefaultSocketTableSize
+	}
+	socks, ok := spec.Maps["tracked_socks"]
+	if !ok {
+		return nil, fmt.Errorf("map tracked_socks missing from %s objects", opts.Path)
+	}
+	socks.MaxEntries = size
 	dropSockopsVariant(spec)
 	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: replace})
 	if err != nil {
