@@ -111,6 +111,14 @@ func doctor(w io.Writer, root bool) error {
 	if !f.BTF {
 		problems = append(problems, errors.New("no BTF at /sys/kernel/btf/vmlinux: weft's CO-RE programs cannot load (needs CONFIG_DEBUG_INFO_BTF=y)"))
 	}
+	if root {
+		if err := kernel.CheckBPFFloor(); err != nil {
+			fmt.Fprintf(w, "BPF floor         MISSING: %v\n", err)
+			problems = append(problems, err)
+		} else {
+			fmt.Fprintln(w, "BPF floor         yes (ring buffer, task BTF and registers, bpf_loop: Linux 5.17+ or backports)")
+		}
+	}
 	path, err := f.ChoosePath("auto")
 	if err != nil {
 		problems = append(problems, err)

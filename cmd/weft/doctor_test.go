@@ -22,6 +22,7 @@ func TestDoctorOnThisKernel(t *testing.T) {
 	want, _ := f.ChoosePath("auto")
 	for _, line := range []string{
 		"BTF (CO-RE)       yes",
+		"BPF floor         yes",
 		"attach path       " + string(want),
 		"verifier kprobe     ok",
 		"verifier tracepoint ok",

@@ -3,6 +3,8 @@ package kernel
 import (
 	"strings"
 	"testing"
+
+	"github.com/weftdev/weft/pkg/testenv"
 )
 
 func TestMounts(t *testing.T) {
@@ -55,5 +57,14 @@ func TestChoosePath(t *testing.T) {
 		if (err != nil) != c.wantErr || p != c.path {
 			t.Errorf("%+v ChoosePath(%q) = %q, %v", c.f, c.want, p, err)
 		}
+	}
+}
+
+// Every kernel weft is tested on has what its programs need; the QEMU
+// guests (6.1, 6.12) run this check through weft's start-up.
+func TestBPFFloor(t *testing.T) {
+	testenv.RequirePrivileged(t)
+	if err := CheckBPFFloor(); err != nil {
+		t.Fatal(err)
 	}
 }
