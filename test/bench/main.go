@@ -31,13 +31,14 @@ var (
 	duration  = flag.Duration("duration", 15*time.Second, "wrk duration per run")
 	conns     = flag.Int("connections", 32, "wrk connections")
 	weftBin   = flag.String("weft", "bin/weft", "weft binary")
+	weftBase  = flag.String("weft-base", "", "weft binary built at a baseline commit, for mode base")
 	cpuProf   = flag.String("cpuprofile", "", "write a CPU profile of weft during the first traced run here")
 	rate      = flag.Int("rate", 0, "fixed request rate (open loop); 0 runs wrk at saturation")
 	chain     = flag.Bool("chain", false, "load a two-service chain (thread-per-request front calling a net/http backend)")
 	chainKA   = flag.Bool("chain-keepalive", false, "with -chain: the front keeps one backend connection per thread instead of one per call")
 	goChain   = flag.Bool("go-chain", false, "load a Go net/http chain: test/e2e/testdata/goasync's /req (waits 0-10 ms, calls the backend with net/http's client)")
 	nodeChain = flag.Bool("node-chain", false, "load a Node.js chain: test/e2e/testdata/nodeasync's /req (waits 0-10 ms, calls the backend with http.get through a keep-alive agent), weft's companion loaded by NODE_OPTIONS in every mode")
-	modes     = flag.String("modes", "off,on", "weft configurations, alternating: off, on, noprop (weft with --propagation=off), nohooks (weft with --runtime-hooks=off), floor (-send-cost only: no weft, the sender's connections in a pass-through sockhash), prof<Hz> (on, profiling at Hz), ratio<R> (on, sampling traces at ratio R), metrics (on, with RED and service-graph metrics, which every other mode leaves off)")
+	modes     = flag.String("modes", "off,on", "weft configurations, alternating: off, on, noprop (weft with --propagation=off), nohooks (weft with --runtime-hooks=off), floor (-send-cost only: no weft, the sender's connections in a pass-through sockhash), prof<Hz> (on, profiling at Hz), ratio<R> (on, sampling traces at ratio R), base (on, with the -weft-base binary: a baseline commit side by side), metrics (on, with RED and service-graph metrics, which every other mode leaves off)")
 )
 
 // rotated is order started at its i-th mode: over rounds, every mode runs
@@ -176,7 +177,14 @@ func startWeft(mode string, pids []int, otlp string, pre ...string) (*exec.Cmd, 
 	case "nohooks":
 		hooks = "off"
 	}
-	args := append(pre, *weftBin, "run", "--probes=auto", "--pid="+strings.Join(ps, ","), "--propagation="+prop,
+	bin := *weftBin
+	if mode == "base" {
+		if *weftBase == "" {
+			log.Fatal("mode base needs -weft-base")
+		}
+		bin = *weftBase
+	}
+	args := append(pre, bin, "run", "--probes=auto", "--pid="+strings.Join(ps, ","), "--propagation="+prop,
 		"--runtime-hooks="+hooks,
 		"--metrics-addr=127.0.0.1:"+strconv.Itoa(port), "--stats-interval=0", "--otlp-endpoint="+otlp, "--otlp-insecure")
 	args = append(args, profileArgs(mode)...)
