@@ -455,6 +455,8 @@ static __always_inline void server_request(struct event_header *h, const __u8 *d
 		struct pending_head ph = {.key = k, .g = g};
 		bpf_map_update_elem(&pending_head, &sock, &ph, BPF_ANY);
 	} else {
+		if (r == TP_NOT_YET)
+			count(WEFT_STAT_TRACEPARENT_UNSEEN);
 		bpf_map_delete_elem(&pending_head, &sock);
 	}
 	h->ctx_kind = WEFT_CTX_SERVER;
@@ -488,6 +490,8 @@ static __always_inline void server_head_more(struct event_header *h, const __u8 
 	enum tp_result r = parse_traceparent(data, n, true, &in);
 	if (r == TP_NOT_YET && n == h->bytes)
 		return;
+	if (r == TP_NOT_YET)
+		count(WEFT_STAT_TRACEPARENT_UNSEEN);
 	bpf_map_delete_elem(&pending_head, &sock);
 	if (r != TP_FOUND)
 		return;

@@ -49,7 +49,8 @@ enum weft_stat {
 	WEFT_STAT_PARENT_AMBIGUOUS = 13, /* client span made a root: its key held two live requests */
 	WEFT_STAT_PARENT_UNKNOWN = 14,   /* client span made a root: the process's runtime is not followed */
 	WEFT_STAT_PARENT_STALE = 15,     /* client span made a root: its goroutine's request had ended */
-	WEFT_STAT_MAX = 16,
+	WEFT_STAT_TRACEPARENT_UNSEEN = 16, /* request head went on past the capture: a traceparent there was not seen */
+	WEFT_STAT_MAX = 17,
 };
 
 struct event_header {

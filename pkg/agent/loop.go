@@ -135,6 +135,7 @@ func (l *loop) snapshot() map[string]uint64 {
 		out["parent_refused_ambiguous"] = s.ParentAmbiguous
 		out["parent_refused_unknown_runtime"] = s.ParentUnknown
 		out["parent_refused_ended"] = s.ParentStale
+		out["traceparent_beyond_capture"] = s.TraceparentUnseen
 	}
 	return out
 }

@@ -21,6 +21,9 @@ type Stats struct {
 	ParentAmbiguous uint64 // the sender's key served two live requests
 	ParentUnknown   uint64 // the process's runtime is not followed (yet)
 	ParentStale     uint64 // the goroutine's inherited request had ended
+	// TraceparentUnseen: request heads that went on past the captured
+	// bytes of their segment, where a traceparent would not be seen.
+	TraceparentUnseen uint64
 }
 
 // Lost is the number of events the kernel could not deliver (stack
@@ -63,6 +66,7 @@ func (t *Tracer) Stats() (Stats, error) {
 		{tpWeftStatWEFT_STAT_PARENT_AMBIGUOUS, &s.ParentAmbiguous},
 		{tpWeftStatWEFT_STAT_PARENT_UNKNOWN, &s.ParentUnknown},
 		{tpWeftStatWEFT_STAT_PARENT_STALE, &s.ParentStale},
+		{tpWeftStatWEFT_STAT_TRACEPARENT_UNSEEN, &s.TraceparentUnseen},
 	} {
 		if *f.dst, err = sum(f.idx); err != nil {
 			return s, err

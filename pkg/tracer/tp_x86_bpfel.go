@@ -233,23 +233,24 @@ const (
 type tpWeftStat uint32
 
 const (
-	tpWeftStatWEFT_STAT_EVENTS           tpWeftStat = 0
-	tpWeftStatWEFT_STAT_LOST_RINGBUF     tpWeftStat = 1
-	tpWeftStatWEFT_STAT_LOST_STASH       tpWeftStat = 2
-	tpWeftStatWEFT_STAT_LOST_READ        tpWeftStat = 3
-	tpWeftStatWEFT_STAT_SOCK_TABLE_FULL  tpWeftStat = 4
-	tpWeftStatWEFT_STAT_AGENT_PACKETS    tpWeftStat = 5
-	tpWeftStatWEFT_STAT_BAD_PACKETS      tpWeftStat = 6
-	tpWeftStatWEFT_STAT_SAMPLES          tpWeftStat = 7
-	tpWeftStatWEFT_STAT_LOST_SAMPLES     tpWeftStat = 8
-	tpWeftStatWEFT_STAT_CONNS_JOINED     tpWeftStat = 9
-	tpWeftStatWEFT_STAT_CONNS_RELEASED   tpWeftStat = 10
-	tpWeftStatWEFT_STAT_CONNS_UNTRACED   tpWeftStat = 11
-	tpWeftStatWEFT_STAT_CONNS_BLOCKING   tpWeftStat = 12
-	tpWeftStatWEFT_STAT_PARENT_AMBIGUOUS tpWeftStat = 13
-	tpWeftStatWEFT_STAT_PARENT_UNKNOWN   tpWeftStat = 14
-	tpWeftStatWEFT_STAT_PARENT_STALE     tpWeftStat = 15
-	tpWeftStatWEFT_STAT_MAX              tpWeftStat = 16
+	tpWeftStatWEFT_STAT_EVENTS             tpWeftStat = 0
+	tpWeftStatWEFT_STAT_LOST_RINGBUF       tpWeftStat = 1
+	tpWeftStatWEFT_STAT_LOST_STASH         tpWeftStat = 2
+	tpWeftStatWEFT_STAT_LOST_READ          tpWeftStat = 3
+	tpWeftStatWEFT_STAT_SOCK_TABLE_FULL    tpWeftStat = 4
+	tpWeftStatWEFT_STAT_AGENT_PACKETS      tpWeftStat = 5
+	tpWeftStatWEFT_STAT_BAD_PACKETS        tpWeftStat = 6
+	tpWeftStatWEFT_STAT_SAMPLES            tpWeftStat = 7
+	tpWeftStatWEFT_STAT_LOST_SAMPLES       tpWeftStat = 8
+	tpWeftStatWEFT_STAT_CONNS_JOINED       tpWeftStat = 9
+	tpWeftStatWEFT_STAT_CONNS_RELEASED     tpWeftStat = 10
+	tpWeftStatWEFT_STAT_CONNS_UNTRACED     tpWeftStat = 11
+	tpWeftStatWEFT_STAT_CONNS_BLOCKING     tpWeftStat = 12
+	tpWeftStatWEFT_STAT_PARENT_AMBIGUOUS   tpWeftStat = 13
+	tpWeftStatWEFT_STAT_PARENT_UNKNOWN     tpWeftStat = 14
+	tpWeftStatWEFT_STAT_PARENT_STALE       tpWeftStat = 15
+	tpWeftStatWEFT_STAT_TRACEPARENT_UNSEEN tpWeftStat = 16
+	tpWeftStatWEFT_STAT_MAX                tpWeftStat = 17
 )
 
 // Names of all BPF objects in the ELF.

@@ -1,0 +1,118 @@
+package tracer
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weftdev/weft/pkg/event"
+	"github.com/weftdev/weft/pkg/testenv"
+)
+
+// A traceparent past the captured bytes of a request head read in one
+// call is not seen: the server span starts its own trace and
+// weft_traceparent_beyond_capture counts the head, once; one within them
+// is honoured and counts nothing.
+func TestTraceparentBeyondCaptureIsCounted(t *testing.T) {
+	testenv.RequirePrivileged(t)
+	py := pythonPath(t)
+	tr := openTestTracer(t, Options{}) // 256 bytes captured
+
+	script := filepath.Join(t.TempDir(), "server.py")
+	if err := os.WriteFile(script, []byte(`import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen()
+print(s.getsockname()[1], flush=True)
+while True:
+    c, _ = s.accept()
+    head = b""
+    while not head.endswith(b"\r\n\r\n"):
+        head += c.recv(65536)
+    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+    c.close()
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := exec.Command(py, script)
+	stdout, err := srv.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		srv.Process.Kill()
+		srv.Wait()
+	})
+	pid := uint32(srv.Process.Pid)
+	if err := tr.SetPID(pid, true); err != nil {
+		t.Fatal(err)
+	}
+	port, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	send := func(head string) {
+		t.Helper()
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strings.TrimSpace(port), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(c, head); err != nil { // one write: one segment
+			t.Fatal(err)
+		}
+		if _, err := io.ReadAll(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := tr.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pad := strings.Repeat("a", 400)
+	send(fmt.Sprintf("GET /far HTTP/1.1\r\nHost: x\r\nX-Pad: %s\r\ntraceparent: %s\r\n\r\n", pad, parent))
+	send(fmt.Sprintf("GET /near HTTP/1.1\r\nHost: x\r\ntraceparent: %s\r\nX-Pad: %s\r\n\r\n", parent, pad))
+
+	parents := map[string]string{}
+	tr.SetDeadline(time.Now().Add(2 * time.Second))
+	for {
+		var ev event.Event
+		err := tr.Read(&ev)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.PID == pid && ev.Ctx == event.CtxServer {
+			path := strings.Fields(string(ev.Payload))[1]
+			parents[path] = fmt.Sprintf("%x", ev.ParentID)
+		}
+	}
+	if p, ok := parents["/far"]; !ok || p != "0000000000000000" {
+		t.Errorf("/far: server span parent %q (seen %v), want a root", p, ok)
+	}
+	if p := parents["/near"]; p != "00f067aa0ba902b7" {
+		t.Errorf("/near: server span parent %q, want the traceparent's", p)
+	}
+	after, err := tr.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := after.TraceparentUnseen - before.TraceparentUnseen; n != 1 {
+		t.Errorf("traceparent_beyond_capture grew by %d, want 1 (the /far head)", n)
+	}
+}
