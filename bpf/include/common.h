@@ -95,6 +95,16 @@ struct {
 	__type(value, __u8);
 } tracked_socks SEC(".maps");
 
+/* Sockets user space found to carry another protocol than HTTP/1.x:
+ * their data is not copied any more. An LRU: an entry lost costs only
+ * copies user space will ignore. Deleted at TCP_CLOSE. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, __u8);
+} not_http_socks SEC(".maps");
+
 /* Scratch space for building one event: too big for the BPF stack. The data
  * area is larger than the capture limit so that a masked offset plus a
  * masked length always stays inside it (the verifier needs both bounded). */
@@ -337,6 +347,11 @@ __noinline int trace_context(struct event_buf *e, __u32 n, __u64 pid_tgid)
 /* Emits one data event: header plus the first capture_max bytes. */
 static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u32 bytes, const struct user_buf *ub)
 {
+	__u64 sid = (__u64)sk;
+	if (bpf_map_lookup_elem(&not_http_socks, &sid)) {
+		count(WEFT_STAT_NOT_HTTP_SKIPPED);
+		return;
+	}
 	__u32 zero = 0;
 	struct event_buf *e = bpf_map_lookup_elem(&scratch, &zero);
 	if (!e)
@@ -522,6 +537,7 @@ int weft_sock_state(struct trace_event_raw_inet_sock_set_state *ctx)
 	if (unread && (ctx->oldstate == TCP_CLOSE_WAIT || ctx->oldstate == TCP_LAST_ACK))
 		unread--;
 	bpf_map_delete_elem(&tracked_socks, &id);
+	bpf_map_delete_elem(&not_http_socks, &id);
 	serving_closed(id);
 	emit_small(WEFT_EV_CLOSE, id, 0, 0, by_peer ? WEFT_DIR_INGRESS : WEFT_DIR_EGRESS, unread);
 	return 0;

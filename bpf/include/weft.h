@@ -50,7 +50,8 @@ enum weft_stat {
 	WEFT_STAT_PARENT_UNKNOWN = 14,   /* client span made a root: the process's runtime is not followed */
 	WEFT_STAT_PARENT_STALE = 15,     /* client span made a root: its goroutine's request had ended */
 	WEFT_STAT_TRACEPARENT_UNSEEN = 16, /* request head went on past the capture: a traceparent there was not seen */
-	WEFT_STAT_MAX = 17,
+	WEFT_STAT_NOT_HTTP_SKIPPED = 17,   /* data on a socket user space found not to carry HTTP: not copied */
+	WEFT_STAT_MAX = 18,
 };
 
 struct event_header {

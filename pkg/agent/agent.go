@@ -102,6 +102,11 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 		Sampler:        &sampler,
 		Router:         router,
 		Observe:        sm.observe(),
+		NotHTTP: func(id uint64) {
+			if err := tr.SkipNotHTTP(id); err != nil {
+				slog.Debug("kernel keeps copying a connection that is not HTTP", "component", "agent", "error", err)
+			}
+		},
 	}, exp.Export)
 
 	loop := &loop{tr: tr, corr: corr, sel: sel, resolver: resolver, clock: clock, seen: map[uint32]bool{}}

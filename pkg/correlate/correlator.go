@@ -41,6 +41,9 @@ type Options struct {
 	// metrics count every request), before emit sees the sampled ones.
 	// It must not keep the pointer.
 	Observe func(*spans.Span)
+	// NotHTTP, when set, hears of each connection found to carry another
+	// protocol, so that the kernel stops copying its data.
+	NotHTTP func(connID uint64)
 }
 
 func (o *Options) defaults() {
@@ -298,6 +301,9 @@ func (c *Correlator) data(ev *event.Event) {
 	if p.NotHTTP() || (!cn.messages && cn.quiet > maxQuietSegments) {
 		cn.notHTTP = true
 		c.stats.NotHTTP.Add(1)
+		if c.opts.NotHTTP != nil {
+			c.opts.NotHTTP(cn.id)
+		}
 		c.abandon(cn, ev.Time, "protocol_error")
 		return
 	}

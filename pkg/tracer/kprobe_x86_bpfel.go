@@ -216,6 +216,7 @@ const (
 	kprobeMapKeyLoad                 = "key_load"
 	kprobeMapNgxConnecting           = "ngx_connecting"
 	kprobeMapNgxUpstreamFor          = "ngx_upstream_for"
+	kprobeMapNotHttpSocks            = "not_http_socks"
 	kprobeMapPendingHead             = "pending_head"
 	kprobeMapPidFilter               = "pid_filter"
 	kprobeMapProcMode                = "proc_mode"
@@ -375,6 +376,7 @@ type kprobeMapSpecs struct {
 	KeyLoad         *ebpf.MapSpec `ebpf:"key_load"`
 	NgxConnecting   *ebpf.MapSpec `ebpf:"ngx_connecting"`
 	NgxUpstreamFor  *ebpf.MapSpec `ebpf:"ngx_upstream_for"`
+	NotHttpSocks    *ebpf.MapSpec `ebpf:"not_http_socks"`
 	PendingHead     *ebpf.MapSpec `ebpf:"pending_head"`
 	PidFilter       *ebpf.MapSpec `ebpf:"pid_filter"`
 	ProcMode        *ebpf.MapSpec `ebpf:"proc_mode"`
@@ -456,6 +458,7 @@ type kprobeMaps struct {
 	KeyLoad         *ebpf.Map `ebpf:"key_load"`
 	NgxConnecting   *ebpf.Map `ebpf:"ngx_connecting"`
 	NgxUpstreamFor  *ebpf.Map `ebpf:"ngx_upstream_for"`
+	NotHttpSocks    *ebpf.Map `ebpf:"not_http_socks"`
 	PendingHead     *ebpf.Map `ebpf:"pending_head"`
 	PidFilter       *ebpf.Map `ebpf:"pid_filter"`
 	ProcMode        *ebpf.Map `ebpf:"proc_mode"`
@@ -497,6 +500,7 @@ func (m *kprobeMaps) Close() error {
 		m.KeyLoad,
 		m.NgxConnecting,
 		m.NgxUpstreamFor,
+		m.NotHttpSocks,
 		m.PendingHead,
 		m.PidFilter,
 		m.ProcMode,

@@ -24,6 +24,9 @@ type Stats struct {
 	// TraceparentUnseen: request heads that went on past the captured
 	// bytes of their segment, where a traceparent would not be seen.
 	TraceparentUnseen uint64
+	// NotHTTPSkipped: data calls on sockets found not to carry HTTP,
+	// not copied.
+	NotHTTPSkipped uint64
 }
 
 // Lost is the number of events the kernel could not deliver (stack
@@ -67,6 +70,7 @@ func (t *Tracer) Stats() (Stats, error) {
 		{tpWeftStatWEFT_STAT_PARENT_UNKNOWN, &s.ParentUnknown},
 		{tpWeftStatWEFT_STAT_PARENT_STALE, &s.ParentStale},
 		{tpWeftStatWEFT_STAT_TRACEPARENT_UNSEEN, &s.TraceparentUnseen},
+		{tpWeftStatWEFT_STAT_NOT_HTTP_SKIPPED, &s.NotHTTPSkipped},
 	} {
 		if *f.dst, err = sum(f.idx); err != nil {
 			return s, err

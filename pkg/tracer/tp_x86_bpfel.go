@@ -250,7 +250,8 @@ const (
 	tpWeftStatWEFT_STAT_PARENT_UNKNOWN     tpWeftStat = 14
 	tpWeftStatWEFT_STAT_PARENT_STALE       tpWeftStat = 15
 	tpWeftStatWEFT_STAT_TRACEPARENT_UNSEEN tpWeftStat = 16
-	tpWeftStatWEFT_STAT_MAX                tpWeftStat = 17
+	tpWeftStatWEFT_STAT_NOT_HTTP_SKIPPED   tpWeftStat = 17
+	tpWeftStatWEFT_STAT_MAX                tpWeftStat = 18
 )
 
 // Names of all BPF objects in the ELF.
@@ -276,6 +277,7 @@ const (
 	tpMapKeyLoad                 = "key_load"
 	tpMapNgxConnecting           = "ngx_connecting"
 	tpMapNgxUpstreamFor          = "ngx_upstream_for"
+	tpMapNotHttpSocks            = "not_http_socks"
 	tpMapPendingHead             = "pending_head"
 	tpMapPidFilter               = "pid_filter"
 	tpMapProcMode                = "proc_mode"
@@ -457,6 +459,7 @@ type tpMapSpecs struct {
 	KeyLoad        *ebpf.MapSpec `ebpf:"key_load"`
 	NgxConnecting  *ebpf.MapSpec `ebpf:"ngx_connecting"`
 	NgxUpstreamFor *ebpf.MapSpec `ebpf:"ngx_upstream_for"`
+	NotHttpSocks   *ebpf.MapSpec `ebpf:"not_http_socks"`
 	PendingHead    *ebpf.MapSpec `ebpf:"pending_head"`
 	PidFilter      *ebpf.MapSpec `ebpf:"pid_filter"`
 	ProcMode       *ebpf.MapSpec `ebpf:"proc_mode"`
@@ -536,6 +539,7 @@ type tpMaps struct {
 	KeyLoad        *ebpf.Map `ebpf:"key_load"`
 	NgxConnecting  *ebpf.Map `ebpf:"ngx_connecting"`
 	NgxUpstreamFor *ebpf.Map `ebpf:"ngx_upstream_for"`
+	NotHttpSocks   *ebpf.Map `ebpf:"not_http_socks"`
 	PendingHead    *ebpf.Map `ebpf:"pending_head"`
 	PidFilter      *ebpf.Map `ebpf:"pid_filter"`
 	ProcMode       *ebpf.Map `ebpf:"proc_mode"`
@@ -575,6 +579,7 @@ func (m *tpMaps) Close() error {
 		m.KeyLoad,
 		m.NgxConnecting,
 		m.NgxUpstreamFor,
+		m.NotHttpSocks,
 		m.PendingHead,
 		m.PidFilter,
 		m.ProcMode,

@@ -318,6 +318,15 @@ func (t *Tracer) ForgetPID(pid uint32) error {
 	return nil
 }
 
+// SkipNotHTTP stops the copy of a socket's data: user space found it
+// carries another protocol than HTTP/1.x. Its close is still reported.
+func (t *Tracer) SkipNotHTTP(connID uint64) error {
+	if err := t.coll.Maps["not_http_socks"].Put(connID, uint8(1)); err != nil {
+		return fmt.Errorf("mark socket %#x not HTTP: %w", connID, err)
+	}
+	return nil
+}
+
 // Programs exposes the loaded programs, for kernel run-time statistics.
 func (t *Tracer) Programs() map[string]*ebpf.Program { return t.coll.Programs }
 
