@@ -95,6 +95,13 @@ func (p *Parser) frame() {
 		// segment that starts a request.
 		p.lostAfter = true
 	}
+	if m.IsRequest && m.Method == "CONNECT" {
+		// A CONNECT request has no content (RFC 9110, section 9.3.6),
+		// whatever its framing headers say: the bytes after its head
+		// are the tunnel's.
+		p.finish(p.ts)
+		return
+	}
 	switch {
 	case p.teSeen && m.Chunked:
 		p.newChunkLine()
