@@ -11,7 +11,8 @@ import (
 )
 
 // Exporter ships finished spans. Implementations are safe for concurrent use
-// and never block Export on the network.
+// and never block Export on the network. Export does not keep the span:
+// the caller may reuse it as soon as Export returns.
 type Exporter interface {
 	Export(*spans.Span)
 	// Shutdown flushes what it can within ctx and releases resources.

@@ -90,12 +90,12 @@ func newSender(ctx context.Context, cfg OTLPConfig) (sender, error) {
 
 var _ otlptrace.Client = otlptracegrpc.NewClient()
 
-// Export queues s with its process's resource; it never blocks on the
-// network. s must not change afterwards.
+// Export queues a copy of s with its process's resource; it never blocks
+// on the network, and s is the caller's again when it returns.
 func (o *OTLP) Export(s *spans.Span) {
 	o.stats.received.Add(1)
 	res, _ := o.resolver.Resolve(s.PID)
-	o.queue.enqueue(queued{span: s, res: res})
+	o.queue.enqueue(queued{span: *s, res: res})
 }
 
 // Shutdown exports what is queued within ctx, counts what could not be sent

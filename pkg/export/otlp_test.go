@@ -65,6 +65,23 @@ func settled(t *testing.T, exp Exporter) Stats {
 	return s
 }
 
+// The caller's span is its own again when Export returns (the profile
+// linker hands over spans from a buffer it reuses): what is sent is the
+// span as it was then.
+func TestOTLPExportCopiesTheSpan(t *testing.T) {
+	rcv := otlptest.Start(t)
+	exp := newTestOTLP(t, testOTLPConfig(rcv.Endpoint()))
+	s := serverSpan()
+	want := *s
+	exp.Export(s)
+	*s = spans.Span{Name: "reused", TraceID: spans.TraceID{9}, SpanID: spans.SpanID{9}}
+	recs := waitRecords(t, rcv, 1)
+	got := recs[0].Span
+	if got.GetName() != want.Name || !bytes.Equal(got.GetTraceId(), want.TraceID[:]) || !bytes.Equal(got.GetSpanId(), want.SpanID[:]) {
+		t.Fatalf("sent %q %x/%x, want the span as exported: %q %x/%x", got.GetName(), got.GetTraceId(), got.GetSpanId(), want.Name, want.TraceID, want.SpanID)
+	}
+}
+
 func TestOTLPExportsSpansExactly(t *testing.T) {
 	rcv := otlptest.Start(t)
 	exp := newTestOTLP(t, testOTLPConfig(rcv.Endpoint()))

@@ -30,10 +30,11 @@ const maxResources = 4096
 // with room: the encoder's arenas are sized by it.
 const maxSpanAttrs = 24
 
-// queued is a span waiting for export, with the resource of its process
-// as it was when the span ended.
+// queued is a span waiting for export, a copy (the caller may reuse its
+// span as soon as Export returns), with the resource of its process as it
+// was when the span ended.
 type queued struct {
-	span *spans.Span
+	span spans.Span
 	res  *resource.Resource
 }
 
@@ -96,7 +97,7 @@ func (e *spanEncoder) encode(batch []queued) []*tracepb.ResourceSpans {
 				SchemaUrl:  r.schemaURL,
 			})
 		}
-		ss.Spans = append(ss.Spans, e.span(i, batch[i].span))
+		ss.Spans = append(ss.Spans, e.span(i, &batch[i].span))
 	}
 	return e.out
 }

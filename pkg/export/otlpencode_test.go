@@ -19,7 +19,7 @@ func BenchmarkEncodeBatch(b *testing.B) {
 	for len(batch) < cap(batch) {
 		for _, s := range goldenSpans() {
 			r, _ := res.Resolve(s.PID)
-			batch = append(batch, queued{span: s, res: r})
+			batch = append(batch, queued{span: *s, res: r})
 		}
 	}
 	batch = batch[:512]

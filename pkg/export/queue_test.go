@@ -68,7 +68,7 @@ func (f *fakeSender) sent() [][]string {
 }
 
 func queuedSpan(name string) queued {
-	return queued{span: &spans.Span{Name: name}}
+	return queued{span: spans.Span{Name: name}}
 }
 
 func newTestQueue(t *testing.T, cfg queueConfig, out sender) (*queue, *counters) {
