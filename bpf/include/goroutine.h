@@ -54,33 +54,43 @@ struct {
 	__type(value, struct go_ctx);
 } go_active SEC(".maps");
 
-/* Copies for the goroutines a root's goroutines create, in a slot per
- * goroutine id modulo the size. Goroutines end unseen, so a hash map of
- * copies fills with the dead and every insert would evict (an LRU insert
- * cost ~1 us a goroutine, and evicted live roots); a slot is overwritten
- * in place, and the id in it says whose it is: a goroutine whose slot a
- * later one took (GO_CHILD_SLOTS goroutines created in its lifetime) has
- * no request, never another's. */
-#define GO_CHILD_SLOTS 65536
+/* Copies for the goroutines a root's goroutines create. Goroutines end
+ * unseen, so a hash map of copies fills with the dead and every insert
+ * would evict (an LRU insert cost ~1 us a goroutine, and evicted live
+ * roots). Here a copy goes in one of the GO_CHILD_WAYS ways of the set
+ * its (process, goroutine id) hashes to, in place of the oldest: a live
+ * goroutine loses its copy only when GO_CHILD_WAYS goroutines of that
+ * set were created after it, and then has no request, never another's
+ * (the ids in the way say whose it is). */
+#define GO_CHILD_WAYS 4
+#define GO_CHILD_SET_BITS 14
+#define GO_CHILD_CLAIMED (~0ULL) /* a writer is filling the way */
 
 struct go_child {
 	__u32 tgid;
 	__u32 _pad;
-	__u64 goid;
+	__u64 goid; /* 0: empty */
+	__u64 born; /* when it was written: the oldest way is replaced */
 	struct go_ctx c;
+};
+
+struct go_child_set {
+	struct go_child way[GO_CHILD_WAYS];
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, GO_CHILD_SLOTS);
+	__uint(max_entries, 1 << GO_CHILD_SET_BITS);
 	__type(key, __u32);
-	__type(value, struct go_child);
+	__type(value, struct go_child_set);
 } go_children SEC(".maps");
 
-static __always_inline struct go_child *go_child_slot(__u64 goid)
+/* The set of a process's goroutine: a multiplicative hash, so that the
+ * sequential ids of one process, and equal ids of two, spread. */
+static __always_inline struct go_child_set *go_child_set_of(__u32 tgid, __u64 goid)
 {
-	__u32 slot = goid & (GO_CHILD_SLOTS - 1);
-	return bpf_map_lookup_elem(&go_children, &slot);
+	__u32 set = ((goid ^ ((__u64)tgid << 40)) * 0x9E3779B97F4A7C15ULL) >> (64 - GO_CHILD_SET_BITS);
+	return bpf_map_lookup_elem(&go_children, &set);
 }
 
 /* writeLoop goroutine id -> the *persistConn whose requests it writes. */
@@ -179,33 +189,56 @@ static __always_inline bool go_live(__u32 tgid, __u64 root, const __u8 *span_id)
  * stores in order, and loads in order, so that is all a slot needs. */
 #define go_barrier() asm volatile("" ::: "memory")
 
-/* Goroutine goid's copy, from its slot: read between two reads of the
- * slot's id, since a goroutine created now may be taking the slot over
- * (go_child_set clears the id before it writes). */
+/* Goroutine goid's copy, copied out between two reads of its way's id: a
+ * writer claims a way (GO_CHILD_CLAIMED) before it writes, so a way being
+ * taken over is never read half-written. */
 static __always_inline bool go_child_get(__u32 tgid, __u64 goid, struct go_ctx *out)
 {
-	struct go_child *ch = go_child_slot(goid);
-	if (!ch)
+	struct go_child_set *set = go_child_set_of(tgid, goid);
+	if (!set)
 		return false;
-	if (*(volatile __u64 *)&ch->goid != goid || ch->tgid != tgid)
-		return false;
-	go_barrier();
-	*out = ch->c;
-	go_barrier();
-	return *(volatile __u64 *)&ch->goid == goid && ch->tgid == tgid;
+	for (int i = 0; i < GO_CHILD_WAYS; i++) {
+		struct go_child *w = &set->way[i];
+		if (*(volatile __u64 *)&w->goid != goid || w->tgid != tgid)
+			continue;
+		go_barrier();
+		*out = w->c;
+		go_barrier();
+		return *(volatile __u64 *)&w->goid == goid && w->tgid == tgid;
+	}
+	return false;
 }
 
+/* Writes goroutine goid's copy in place of the oldest way of its set.
+ * The way is claimed with a compare-and-swap, so two creations that pick
+ * it at once cannot interleave their writes; the loser's goroutine goes
+ * without a copy. */
 static __always_inline void go_child_set(__u32 tgid, __u64 goid, const struct go_ctx *c)
 {
-	struct go_child *ch = go_child_slot(goid);
-	if (!ch)
+	struct go_child_set *set = go_child_set_of(tgid, goid);
+	if (!set)
 		return;
-	*(volatile __u64 *)&ch->goid = 0;
+	int victim = 0;
+	__u64 oldest = ~0ULL;
+	for (int i = 0; i < GO_CHILD_WAYS; i++) {
+		__u64 g = *(volatile __u64 *)&set->way[i].goid;
+		__u64 born = g ? set->way[i].born : 0;
+		if (g != GO_CHILD_CLAIMED && born < oldest) {
+			oldest = born;
+			victim = i;
+		}
+	}
+	if (oldest == ~0ULL)
+		return; /* every way is being written */
+	struct go_child *w = &set->way[victim & (GO_CHILD_WAYS - 1)];
+	__u64 seen = *(volatile __u64 *)&w->goid;
+	if (seen == GO_CHILD_CLAIMED || __sync_val_compare_and_swap(&w->goid, seen, GO_CHILD_CLAIMED) != seen)
+		return;
+	w->tgid = tgid;
+	w->born = bpf_ktime_get_ns();
+	w->c = *c;
 	go_barrier();
-	ch->tgid = tgid;
-	ch->c = *c;
-	go_barrier();
-	*(volatile __u64 *)&ch->goid = goid;
+	*(volatile __u64 *)&w->goid = goid;
 }
 
 /* The live request goroutine goid works for through its own entry (its
@@ -286,9 +319,14 @@ static __always_inline void go_serve(__u32 tgid, __u64 goid, const struct span_c
 	struct go_ctx c = {.ctx = *span, .root = goid};
 	bpf_map_update_elem(&go_active, &k, &c, BPF_ANY);
 	/* Its copy from its creation is not to come back when this ends. */
-	struct go_child *ch = go_child_slot(goid);
-	if (ch && ch->goid == goid && ch->tgid == tgid)
-		*(volatile __u64 *)&ch->goid = 0;
+	struct go_child_set *set = go_child_set_of(tgid, goid);
+	if (!set)
+		return;
+	for (int i = 0; i < GO_CHILD_WAYS; i++) {
+		struct go_child *w = &set->way[i];
+		if (*(volatile __u64 *)&w->goid == goid && w->tgid == tgid)
+			__sync_val_compare_and_swap(&w->goid, goid, 0);
+	}
 }
 
 /* The request goroutine goid read (span_id) is answered or abandoned. */

@@ -64,12 +64,16 @@ type kprobeEventHeader struct {
 	Pad2        [7]uint8
 }
 
-type kprobeGoChild struct {
-	_    structs.HostLayout
-	Tgid uint32
-	Pad  uint32
-	Goid uint64
-	C    kprobeGoCtx
+type kprobeGoChildSet struct {
+	_   structs.HostLayout
+	Way [4]struct {
+		_    structs.HostLayout
+		Tgid uint32
+		Pad  uint32
+		Goid uint64
+		Born uint64
+		C    kprobeGoCtx
+	}
 }
 
 type kprobeGoCtx struct {

@@ -64,12 +64,16 @@ type tpEventHeader struct {
 	Pad2        [7]uint8
 }
 
-type tpGoChild struct {
-	_    structs.HostLayout
-	Tgid uint32
-	Pad  uint32
-	Goid uint64
-	C    tpGoCtx
+type tpGoChildSet struct {
+	_   structs.HostLayout
+	Way [4]struct {
+		_    structs.HostLayout
+		Tgid uint32
+		Pad  uint32
+		Goid uint64
+		Born uint64
+		C    tpGoCtx
+	}
 }
 
 type tpGoCtx struct {
