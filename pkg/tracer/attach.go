@@ -9,14 +9,33 @@ import (
 	"github.com/cilium/ebpf/link"
 )
 
-// propagationPrograms inject traceparent; they attach only when
+// propagationPrograms inject traceparent; they are loaded only when
 // propagation is on (the tcp_bpf_sendmsg probes capture sends on the
 // sockets that injection moves into the sockhash).
 var propagationPrograms = map[string]bool{
 	"weft_sockops":             true,
+	"weft_sockops_any":         true,
 	"weft_inject":              true,
 	"weft_tcp_bpf_sendmsg":     true,
 	"weft_tcp_bpf_sendmsg_ret": true,
+}
+
+// runtimeHook reports whether a program of this ELF section is one of the
+// runtimes' uprobes, loaded only with runtime hooks on.
+func runtimeHook(section string) bool {
+	kind, _, _ := strings.Cut(section, "/")
+	return kind == "uprobe" || kind == "uretprobe"
+}
+
+// dropDisabled removes from spec the programs of features opts leaves
+// off, so that the verifier spends no time on them and none of them can
+// run.
+func dropDisabled(spec *ebpf.CollectionSpec, opts Options) {
+	for name, p := range spec.Programs {
+		if (!opts.Propagation && propagationPrograms[name]) || (!opts.RuntimeHooks && runtimeHook(p.SectionName)) {
+			delete(spec.Programs, name)
+		}
+	}
 }
 
 // attachesAtOpen reports whether Open attaches a program of this ELF

@@ -158,6 +158,7 @@ func load(opts Options, replace map[string]*ebpf.Map) (*ebpf.Collection, error) 
 	}
 	socks.MaxEntries = size
 	dropSockopsVariant(spec)
+	dropDisabled(spec, opts)
 	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: replace})
 	if err != nil {
 		var ve *ebpf.VerifierError
@@ -213,9 +214,6 @@ func Open(opts Options) (*Tracer, error) {
 	}
 	spec, _ := Spec(opts.Path)
 	for name, prog := range coll.Programs {
-		if propagationPrograms[name] && !opts.Propagation {
-			continue
-		}
 		if !attachesAtOpen(spec.Programs[name].SectionName) {
 			continue
 		}
