@@ -1,12 +1,8 @@
 package tracer
 
 import (
-	"bufio"
 	"io"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,11 +16,9 @@ import (
 // traces_ctx_v1 entry is gone.
 func TestResponseFromAnotherThreadEndsTheReadersSpan(t *testing.T) {
 	testenv.RequirePrivileged(t)
-	py := pythonPath(t)
 	tr := openTestTracer(t, Options{})
 
-	script := filepath.Join(t.TempDir(), "handoff.py")
-	if err := os.WriteFile(script, []byte(`import socket, threading, time
+	srv, _, stdout := tracedPython(t, tr, `import socket, threading, time
 s = socket.socket()
 s.bind(("127.0.0.1", 0))
 s.listen()
@@ -41,26 +35,9 @@ while True:
     end = time.monotonic() + 1.5   # then the main thread works for no request
     while time.monotonic() < end:
         pass
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	srv := exec.Command(py, script)
-	stdout, err := srv.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		srv.Process.Kill()
-		srv.Wait()
-	})
+`)
 	pid := uint32(srv.Process.Pid)
-	if err := tr.SetPID(pid, true); err != nil {
-		t.Fatal(err)
-	}
-	port, err := bufio.NewReader(stdout).ReadString('\n')
+	port, err := stdout.ReadString('\n')
 	if err != nil {
 		t.Fatalf("server port: %v", err)
 	}

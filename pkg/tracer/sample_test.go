@@ -444,11 +444,9 @@ func pythonPath(t *testing.T) string {
 // response starts.
 func TestServerSpanInSamplesAndTracesCtx(t *testing.T) {
 	testenv.RequirePrivileged(t)
-	py := pythonPath(t)
 	tr := openTestTracer(t, Options{})
 
-	script := filepath.Join(t.TempDir(), "spin.py")
-	if err := os.WriteFile(script, []byte(`import http.server, time
+	srv, _, stdout := tracedPython(t, tr, `import http.server, time
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         end = time.monotonic() + 1.0
@@ -463,26 +461,9 @@ class H(http.server.BaseHTTPRequestHandler):
 srv = http.server.HTTPServer(("127.0.0.1", 0), H)
 print(srv.server_address[1], flush=True)
 srv.serve_forever()
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	srv := exec.Command(py, script)
-	stdout, err := srv.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		srv.Process.Kill()
-		srv.Wait()
-	})
+`)
 	pid := uint32(srv.Process.Pid)
-	if err := tr.SetPID(pid, true); err != nil {
-		t.Fatal(err)
-	}
-	port, err := bufio.NewReader(stdout).ReadString('\n')
+	port, err := stdout.ReadString('\n')
 	if err != nil {
 		t.Fatalf("server port: %v", err)
 	}

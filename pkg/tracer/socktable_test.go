@@ -2,12 +2,8 @@ package tracer
 
 import (
 	"bufio"
-	"errors"
 	"io"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,7 +19,6 @@ import (
 // (6 sends, 6 reads) and the closes of its first 4 connections exactly.
 func TestSocketTableFullIsCounted(t *testing.T) {
 	testenv.RequirePrivileged(t)
-	py := pythonPath(t)
 	tr := openTestTracer(t, Options{SocketTableSize: 4})
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -53,8 +48,7 @@ func TestSocketTableFullIsCounted(t *testing.T) {
 		}
 	}()
 
-	script := filepath.Join(t.TempDir(), "client.py")
-	if err := os.WriteFile(script, []byte(`import socket, sys
+	cmd, stdin, stdout := tracedPython(t, tr, `import socket, sys
 port = int(sys.argv[1])
 sys.stdin.readline()
 conns = [socket.create_connection(("127.0.0.1", port)) for _ in range(10)]
@@ -67,45 +61,15 @@ for c in conns:
 for c in conns:
     c.close()
 print("done", flush=True)
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(py, script, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	if err := tr.SetPID(uint32(cmd.Process.Pid), true); err != nil {
-		t.Fatal(err)
-	}
+`, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 	io.WriteString(stdin, "go\n")
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || strings.TrimSpace(line) != "done" {
+	if line, err := stdout.ReadString('\n'); err != nil || strings.TrimSpace(line) != "done" {
 		t.Fatalf("client: %q %v", line, err)
 	}
 
 	data := map[uint64]int{}
 	closed := map[uint64]bool{}
-	tr.SetDeadline(time.Now().Add(2 * time.Second))
-	for {
-		var ev event.Event
-		err := tr.Read(&ev)
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, ev := range drainEvents(t, tr, 2*time.Second) {
 		if ev.PID != uint32(cmd.Process.Pid) && ev.Kind == event.KindData {
 			continue
 		}

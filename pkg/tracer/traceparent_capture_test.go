@@ -1,14 +1,9 @@
 package tracer
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,11 +18,9 @@ import (
 // is honoured and counts nothing.
 func TestTraceparentBeyondCaptureIsCounted(t *testing.T) {
 	testenv.RequirePrivileged(t)
-	py := pythonPath(t)
 	tr := openTestTracer(t, Options{}) // 256 bytes captured
 
-	script := filepath.Join(t.TempDir(), "server.py")
-	if err := os.WriteFile(script, []byte(`import socket
+	srv, _, stdout := tracedPython(t, tr, `import socket
 s = socket.socket()
 s.bind(("127.0.0.1", 0))
 s.listen()
@@ -39,26 +32,9 @@ while True:
         head += c.recv(65536)
     c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
     c.close()
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	srv := exec.Command(py, script)
-	stdout, err := srv.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		srv.Process.Kill()
-		srv.Wait()
-	})
+`)
 	pid := uint32(srv.Process.Pid)
-	if err := tr.SetPID(pid, true); err != nil {
-		t.Fatal(err)
-	}
-	port, err := bufio.NewReader(stdout).ReadString('\n')
+	port, err := stdout.ReadString('\n')
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,16 +63,7 @@ while True:
 	send(fmt.Sprintf("GET /near HTTP/1.1\r\nHost: x\r\ntraceparent: %s\r\nX-Pad: %s\r\n\r\n", parent, pad))
 
 	parents := map[string]string{}
-	tr.SetDeadline(time.Now().Add(2 * time.Second))
-	for {
-		var ev event.Event
-		err := tr.Read(&ev)
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, ev := range drainEvents(t, tr, 2*time.Second) {
 		if ev.PID == pid && ev.Ctx == event.CtxServer {
 			path := strings.Fields(string(ev.Payload))[1]
 			parents[path] = fmt.Sprintf("%x", ev.ParentID)

@@ -1,0 +1,66 @@
+package tracer
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/weftdev/weft/pkg/event"
+)
+
+// tracedPython starts a Python script, traced by tr from its start, and
+// returns it with its standard input and output; it is killed when the
+// test ends.
+func tracedPython(t *testing.T, tr *Tracer, script string, args ...string) (*exec.Cmd, io.Writer, *bufio.Reader) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "script.py")
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(pythonPath(t), append([]string{path}, args...)...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	if err := tr.SetPID(uint32(cmd.Process.Pid), true); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, stdin, bufio.NewReader(stdout)
+}
+
+// drainEvents reads the events tr has until none came for quiet, their
+// payloads copied.
+func drainEvents(t *testing.T, tr *Tracer, quiet time.Duration) []event.Event {
+	t.Helper()
+	defer tr.SetDeadline(time.Time{})
+	var out []event.Event
+	for {
+		tr.SetDeadline(time.Now().Add(quiet))
+		var ev event.Event
+		err := tr.Read(&ev)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Payload = append([]byte(nil), ev.Payload...)
+		out = append(out, ev)
+	}
+}
