@@ -48,6 +48,7 @@ type perfMapRefresher struct {
 type perfMapState struct {
 	jvm      bool
 	inFlight bool
+	helped   bool      // the last dump named what was held: the JVM is compiling
 	next     time.Time // no dump before
 	retry    time.Duration
 }
@@ -124,6 +125,21 @@ func (r *perfMapRefresher) request(pid uint32) bool {
 		return false
 	case st.inFlight:
 		return true
+	case r.now().Before(st.next) && st.helped:
+		// Still compiling (code it compiled again since the last dump):
+		// the next dump, when it is due, names it; wait for that rather
+		// than count the samples unnamed.
+		st.inFlight = true
+		time.AfterFunc(st.next.Sub(r.now()), func() {
+			select {
+			case r.want <- pid:
+			default: // plenty asked already: the held samples expire
+				r.mu.Lock()
+				st.inFlight = false
+				r.mu.Unlock()
+			}
+		})
+		return true
 	case r.now().Before(st.next):
 		return false
 	}
@@ -145,6 +161,7 @@ func (r *perfMapRefresher) report(pid uint32, helped bool) {
 	if !ok {
 		return
 	}
+	st.helped = helped
 	if helped {
 		st.retry = perfMapFirstRetry
 	} else {

@@ -85,6 +85,27 @@ func TestPerfMapRefresherPacing(t *testing.T) {
 		t.Error("a helpful dump does not bring the next one near")
 	}
 	dump()
+	// A JVM still compiling (its last dump helped): samples in code it
+	// compiled since wait for the next dump when it is due, not given up
+	// unnamed because the last one was recent.
+	r.report(7, true)
+	now = now.Add(perfMapFirstRetry - 20*time.Millisecond)
+	if !r.request(7) {
+		t.Fatal("samples of a JVM still compiling are not held for its next dump")
+	}
+	select {
+	case pid := <-r.want:
+		if pid != 7 {
+			t.Fatalf("dump of %d, want 7", pid)
+		}
+		r.dump(ctx, pid)
+		<-r.done
+	case <-time.After(5 * time.Second):
+		t.Fatal("the due dump was never asked for")
+	}
+	if asked != 9 {
+		t.Errorf("asked %d times, want 9", asked)
+	}
 	r.Forget(7)
 	if !r.request(7) {
 		t.Error("a forgotten JVM (or a new process with its pid) is not asked at once")
