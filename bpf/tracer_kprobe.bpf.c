@@ -108,6 +108,9 @@ static __always_inline bool claim_send_start(__u64 pid_tgid)
 
 #include "include/propagate.h"
 
+SEC("sk_msg")
+int weft_inject(struct sk_msg_md *msg) { return inject(msg, false); }
+
 SEC("kprobe/tcp_sendmsg")
 int BPF_KPROBE(weft_tcp_sendmsg, struct sock *sk, struct msghdr *msg, size_t size)
 {

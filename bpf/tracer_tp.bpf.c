@@ -1,7 +1,18 @@
-/* Tracepoint attach path, for kernels without kprobes: syscall entry saves
- * the user buffer, sock:sock_{send,recv}_length (which fire only for
- * sockets, inside the syscall) name the socket, syscall exit emits. */
+/* Tracepoint attach paths, for kernels without kprobes. User space loads
+ * one of two sets of programs:
+ *
+ * - the socket path (PathTracepoint): tp_btf sock_{send,recv}_length
+ *   alone. They fire only for socket calls, inside the call once the
+ *   bytes have moved, and the call's registers (bpf_task_pt_regs) name
+ *   the user buffer: no syscall tracepoint, which would put every task
+ *   on the host on the slow system-call path;
+ * - the syscall path (PathSyscalls), for kernels whose sk_msg programs
+ *   cannot read registers: syscall entry saves the user buffer,
+ *   sock:sock_{send,recv}_length name the socket, syscall exit emits. */
 #include "include/common.h"
+#include "include/sockfd.h"
+
+/* ---- The syscall path. */
 
 enum call_kind {
 	CALL_SEND = 1,
@@ -93,6 +104,9 @@ static __always_inline bool claim_send_start(__u64 pid_tgid)
 
 #include "include/propagate.h"
 
+SEC("sk_msg")
+int weft_inject(struct sk_msg_md *msg) { return inject(msg, false); }
+
 SEC("tracepoint/sock/sock_send_length")
 int weft_sock_send(struct trace_event_raw_sock_msg_length *ctx) { return on_sock(ctx, CALL_SEND); }
 
@@ -158,4 +172,128 @@ int weft_enter_ioctl(struct trace_event_raw_sys_enter *ctx)
 {
 	handle_agent_ioctl((__u32)ctx->args[0], (__u32)ctx->args[1], ctx->args[2]);
 	return 0;
+}
+
+/* ---- The socket path. */
+
+SEC("sk_msg")
+int weft_inject_sock(struct sk_msg_md *msg) { return inject(msg, true); }
+
+/* x86-64 system call numbers of the calls whose buffers are known. */
+#define NR_READ 0
+#define NR_WRITE 1
+#define NR_READV 19
+#define NR_WRITEV 20
+#define NR_SENDTO 44
+#define NR_RECVFROM 45
+#define NR_SENDMSG 46
+#define NR_RECVMSG 47
+
+#define PF_IO_WORKER 0x00000010
+#define PF_KTHREAD 0x00200000
+#define ENOTCONN 107
+
+/* The user buffer of the socket call in progress, from its registers;
+ * false for a call that names none weft reads (sendmmsg, io_uring,
+ * sendfile and splice, a kernel thread's). */
+static __always_inline bool call_buffer(struct pt_regs *r, bool send, struct user_buf *ub)
+{
+	long nr = r->orig_ax;
+	ub->offset = 0;
+	ub->iov_kernel = 0;
+	if (nr == (send ? NR_WRITE : NR_READ) || nr == (send ? NR_SENDTO : NR_RECVFROM)) {
+		ub->ptr = r->si;
+		ub->iovcnt = 0;
+		return true;
+	}
+	if (nr == (send ? NR_WRITEV : NR_READV)) {
+		ub->ptr = r->si;
+		ub->iovcnt = (__u32)r->dx;
+		return ub->iovcnt != 0;
+	}
+	if (nr == (send ? NR_SENDMSG : NR_RECVMSG)) {
+		struct user_msghdr m;
+		if (bpf_probe_read_user(&m, sizeof(m), (void *)r->si) < 0 || !m.msg_iovlen)
+			return false;
+		ub->ptr = (__u64)m.msg_iov;
+		ub->iovcnt = (__u32)m.msg_iovlen;
+		return true;
+	}
+	return false;
+}
+
+/* File descriptor fd of the current task is socket sk: the call is the
+ * process's own on that socket, not one the kernel makes on another while
+ * serving it (a network file system's, say). */
+static __always_inline bool fd_is_sock(struct task_struct *t, long fd, struct sock *sk)
+{
+	if (fd < 0)
+		return false;
+	struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
+	if (!fdt || (__u64)fd >= BPF_CORE_READ(fdt, max_fds))
+		return false;
+	struct file **fds = BPF_CORE_READ(fdt, fd);
+	struct file *f = 0;
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) < 0 || !f)
+		return false;
+	return f == BPF_CORE_READ(sk, sk_socket, file);
+}
+
+/* The agent's note (mount.h): sendto(fd, note, sizeof note, ...) on an
+ * unconnected AF_UNIX datagram socket, which failed with ENOTCONN. */
+static __always_inline void agent_note(struct pt_regs *r, __u64 pid_tgid)
+{
+	if (r->orig_ax != NR_SENDTO || r->dx != sizeof(struct agent_note))
+		return;
+	struct agent_note n;
+	if (bpf_probe_read_user(&n, sizeof(n), (void *)r->si) < 0 || n.magic != WEFT_NOTE_MAGIC)
+		return;
+	agent_packet(pid_tgid, n.op, n.arg);
+}
+
+static __always_inline int socket_call(void *ctx, struct sock *sk, int ret, int flags, bool send)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	if (!pid_traced(pid_tgid >> 32))
+		return 0;
+	if (send && propagation_on)
+		bpf_map_delete_elem(&send_claims, &pid_tgid);
+	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	struct task_struct *t = bpf_get_current_task_btf();
+	if (BPF_CORE_READ(t, flags) & (PF_KTHREAD | PF_IO_WORKER))
+		return 0;
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(t);
+	if (!r)
+		return 0;
+	/* Any socket call brings the thread's key up to date with its slot,
+	 * so that traces_ctx_v1 follows the thread's mounts closely. */
+	refresh_slot((__u32)pid_tgid);
+	if (family == AF_UNIX) {
+		if (send && ret == -ENOTCONN)
+			agent_note(r, pid_tgid);
+		return 0;
+	}
+	if (ret <= 0 || (family != AF_INET && family != AF_INET6) || BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
+		return 0;
+	if (!send && (flags & MSG_PEEK))
+		return 0;
+	struct user_buf ub;
+	if (!call_buffer(r, send, &ub) || !fd_is_sock(t, r->di, sk)) {
+		count(WEFT_STAT_CALL_UNREADABLE);
+		return 0;
+	}
+	emit_data(ctx, sk, send ? WEFT_DIR_EGRESS : WEFT_DIR_INGRESS, (__u32)ret, &ub);
+	return 0;
+}
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(weft_sock_sent, struct sock *sk, int ret, int flags)
+{
+	return socket_call(ctx, sk, ret, flags, true);
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(weft_sock_received, struct sock *sk, int ret, int flags)
+{
+	return socket_call(ctx, sk, ret, flags, false);
 }

@@ -3,12 +3,15 @@
  * The kernel only observes ioctl(0, 0x0b10b1, packet); the call itself fails
  * (ENOTTY/EBADF) and is harmless. In slot mode each OS thread registers the
  * address of its own slot once (op 0x57) and from then on mounting a logical
- * id is a plain store that BPF reads at the thread's next socket event.
+ * id is a plain store that BPF reads at the thread's next socket event. A
+ * registration also goes out as a note on a socket (weft_jni.h), for the
+ * kernels where weft watches socket calls and no ioctl.
  * Natives here never allocate, block or log: they run on every hop of a
  * request, inside JDK and Netty internals. */
 #include <errno.h>
 #include <jni.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -25,6 +28,25 @@ static __thread uint32_t registered_gen;
 static volatile uint32_t generation = 1;
 /* Packets sent, for diagnostics and tests (rare in slot mode). */
 static volatile uint64_t packets;
+/* An AF_UNIX datagram socket never connected: notes sent on it fail at
+ * once and go nowhere. -1 when it could not be made (notes are skipped). */
+static int note_fd = -1;
+
+JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved)
+{
+	(void)vm;
+	(void)reserved;
+	note_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	return JNI_VERSION_1_8;
+}
+
+static void send_note(uint8_t op, uint64_t arg)
+{
+	if (note_fd < 0)
+		return;
+	struct weft_note note = {.magic = WEFT_NOTE_MAGIC, .op = op, .arg = arg};
+	(void)sendto(note_fd, &note, sizeof(note), MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
+}
 
 static void send_packet(uint8_t op, uint64_t arg)
 {
@@ -46,8 +68,11 @@ JNIEXPORT void JNICALL Java_dev_weft_agent_bootstrap_WeftNative_mount(JNIEnv *en
 	slot = (uint64_t)id;
 	uint32_t gen = generation;
 	if (registered_gen != gen) {
+		int saved = errno;
 		registered_gen = gen;
 		send_packet(WEFT_OP_SLOT, (uint64_t)(uintptr_t)&slot);
+		send_note(WEFT_OP_SLOT, (uint64_t)(uintptr_t)&slot);
+		errno = saved;
 	}
 }
 

@@ -16,6 +16,7 @@
 #define bpf_ksym_exists(sym) ({ _Static_assert(!__builtin_constant_p(!!sym), #sym " must be __weak"); !!sym; })
 #endif
 
+#define AF_UNIX 1
 #define AF_INET 2
 #define AF_INET6 10
 #define IPPROTO_TCP 6
@@ -189,34 +190,16 @@ static __always_inline bool pid_traced(__u32 tgid)
 	return true;
 }
 
-/* A JVM agent's packet (mount.h): ioctl(0, WEFT_IOCTL_CMD, packet) from a
- * traced process. Anything else, or a packet that cannot be read, is
- * left alone. */
-static __always_inline void handle_agent_ioctl(__u32 fd, __u32 cmd, __u64 arg)
+/* A JVM agent's packet (mount.h), op and argument, from the current
+ * thread of a traced process. */
+static __always_inline void agent_packet(__u64 pid_tgid, __u8 op, __u64 val)
 {
-	if (fd != 0 || cmd != WEFT_IOCTL_CMD || !arg)
-		return;
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	if (!pid_traced(pid_tgid >> 32))
-		return;
 	__u32 tid = (__u32)pid_tgid;
-	__u8 op = 0;
-	if (bpf_probe_read_user(&op, sizeof(op), (void *)arg) < 0) {
-		count(WEFT_STAT_BAD_PACKETS);
-		return;
-	}
-	if (op == WEFT_OP_UNMOUNT) {
+	switch (op) {
+	case WEFT_OP_UNMOUNT:
 		bpf_map_delete_elem(&thread_key, &tid);
 		traces_ctx_sync(pid_tgid, tid);
-		count(WEFT_STAT_AGENT_PACKETS);
-		return;
-	}
-	__u64 val = 0;
-	if (bpf_probe_read_user(&val, sizeof(val), (void *)(arg + 1)) < 0) {
-		count(WEFT_STAT_BAD_PACKETS);
-		return;
-	}
-	switch (op) {
+		break;
 	case WEFT_OP_MOUNT: {
 		if (!(val & 0x7fffffff)) { /* no usable id: a malformed mount */
 			count(WEFT_STAT_BAD_PACKETS);
@@ -258,6 +241,28 @@ static __always_inline void handle_agent_ioctl(__u32 fd, __u32 cmd, __u64 arg)
 		struct proc_info agent = {.mode = WEFT_MODE_AGENT};
 		bpf_map_update_elem(&proc_mode, &tgid, &agent, BPF_ANY);
 	}
+}
+
+/* OBI's packet: ioctl(0, WEFT_IOCTL_CMD, packet) from a traced process.
+ * Anything else, or a packet that cannot be read, is left alone. */
+static __always_inline void handle_agent_ioctl(__u32 fd, __u32 cmd, __u64 arg)
+{
+	if (fd != 0 || cmd != WEFT_IOCTL_CMD || !arg)
+		return;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	if (!pid_traced(pid_tgid >> 32))
+		return;
+	__u8 op = 0;
+	if (bpf_probe_read_user(&op, sizeof(op), (void *)arg) < 0) {
+		count(WEFT_STAT_BAD_PACKETS);
+		return;
+	}
+	__u64 val = 0;
+	if (op != WEFT_OP_UNMOUNT && bpf_probe_read_user(&val, sizeof(val), (void *)(arg + 1)) < 0) {
+		count(WEFT_STAT_BAD_PACKETS);
+		return;
+	}
+	agent_packet(pid_tgid, op, val);
 }
 
 static __always_inline void fill_addrs(struct event_header *h, struct sock *sk)

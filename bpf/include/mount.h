@@ -10,7 +10,13 @@
  *            calling thread's memory (0 unregisters). The kernel reads the
  *            slot at each socket event of the thread, so that mounting is a
  *            memory write instead of a syscall. Nonzero = mounted id.
- * The syscall itself fails (ENOTTY/EBADF): the kernel side only observes. */
+ * The syscall itself fails (ENOTTY/EBADF): the kernel side only observes.
+ *
+ * Where weft hooks socket calls only (no syscall tracepoint, no kprobe),
+ * an ioctl is not seen; weft's agent then also sends the same op and
+ * argument as a note (struct agent_note) with sendto(2) on an unconnected
+ * AF_UNIX datagram socket: the call fails at once (ENOTCONN) after the
+ * kernel's sock_send_length tracepoint has seen it. */
 #ifndef WEFT_MOUNT_H
 #define WEFT_MOUNT_H
 
@@ -23,6 +29,14 @@
 #define WEFT_OP_UNMOUNT 5
 #define WEFT_OP_SLOT 0x57
 #define WEFT_LOGICAL_BIT 0x80000000u
+#define WEFT_NOTE_MAGIC 0x74666577u /* "weft", little-endian */
+
+struct agent_note {
+	__u32 magic; /* WEFT_NOTE_MAGIC */
+	__u8 op;
+	__u8 _pad[3];
+	__u64 arg;
+};
 
 /* tid -> the correlation key of the logical id mounted on that thread. */
 struct {

@@ -4,9 +4,11 @@
  * send. bpf_probe_write_user is locked down on these kernels, so the bytes
  * are inserted into the kernel's copy with bpf_msg_push_data.
  *
- * The including file defines claim_send_start(pid_tgid): true once per
- * send call, so only the first message of a send can be a request start,
- * never a later chunk of a large write. */
+ * Only the first message of a send call can be a request start, never a
+ * later chunk of a large write: the including file defines
+ * claim_send_start(pid_tgid), true once per send call, from what its
+ * send's entry hook noted; the socket path, which has no entry hook,
+ * claims by thread instead (claim_by_thread). */
 #ifndef WEFT_PROPAGATE_H
 #define WEFT_PROPAGATE_H
 
@@ -469,8 +471,49 @@ static __always_inline bool not_http(const __u8 *d, __u32 n)
 	return false;
 }
 
-SEC("sk_msg")
-int weft_inject(struct sk_msg_md *msg)
+/* Set by user space: the sk_msg program is attached. */
+volatile const __u8 propagation_on = 0;
+
+/* pid_tgid -> 1: sk_msg saw the first message of the send in flight on
+ * that thread; the send's sock_send_length clears it (the socket path).
+ * A send that ends unseen (sendfile before Linux 6.5 runs sk_msg without
+ * sock_send_length) leaves it set: the thread's next request then goes
+ * without a traceparent, a split trace rather than a header in a body. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, __u8);
+} send_claims SEC(".maps");
+
+/* True for the first message of the thread's send in flight; false for
+ * a later one, and when the table is full (no injection then). */
+static __always_inline bool claim_by_thread(__u64 pid_tgid)
+{
+	__u8 one = 1;
+	return bpf_map_update_elem(&send_claims, &pid_tgid, &one, BPF_NOEXIST) == 0;
+}
+
+/* The sending goroutine of a Go program, read from the user registers
+ * where sk_msg may read them (the socket path), into buf; 0 otherwise,
+ * and the ids noted at the send's entry are used. */
+static __always_inline const struct go_id *inject_sender(__u64 pid_tgid, bool regs, struct go_id *buf)
+{
+	if (!regs)
+		return 0;
+	struct proc_info *pi = proc_of(pid_tgid >> 32);
+	if (!pi || pi->mode != WEFT_MODE_GO)
+		return 0;
+	if (!go_id_of(pi, user_g(), buf))
+		buf->goid = buf->parent = 0;
+	return buf;
+}
+
+/* The sk_msg program's body. regs: this kernel lets sk_msg read the
+ * sender's registers and memory (the socket path, which has no entry
+ * hook to note the sender's goroutine and slot). */
+static __always_inline int inject(struct sk_msg_md *msg, bool regs)
 {
 	struct bpf_sock *sk = msg->sk;
 	if (!sk)
@@ -480,7 +523,7 @@ int weft_inject(struct sk_msg_md *msg)
 		release_conn(sk, VERDICT_UNTRACED);
 		return SK_PASS;
 	}
-	if (!claim_send_start(pid_tgid))
+	if (!(regs ? claim_by_thread(pid_tgid) : claim_send_start(pid_tgid)))
 		return SK_PASS; /* a later chunk of one large send */
 	__u32 size = msg->size;
 	if (size == 0)
@@ -520,6 +563,10 @@ int weft_inject(struct sk_msg_md *msg)
 		return SK_PASS;
 	}
 
+	if (regs)
+		refresh_slot((__u32)pid_tgid);
+	struct go_id gid_buf;
+	const struct go_id *gid = inject_sender(pid_tgid, regs, &gid_buf);
 	struct conn_key ck = {};
 	conn_key_of(msg, &ck);
 	struct scan s = {.b = b, .len = n};
@@ -559,7 +606,7 @@ int weft_inject(struct sk_msg_md *msg)
 		if (!eol) {
 			if (k == 0 && n == size) {
 				/* The request line continues in a later send. */
-				new_client_ctx(pid_tgid, correlation_key((__u32)pid_tgid), &ck, 0, &cs->ctx, cs->parent_id);
+				new_client_ctx(pid_tgid, correlation_key((__u32)pid_tgid), &ck, gid, &cs->ctx, cs->parent_id);
 				bpf_map_update_elem(&split_requests, &ck, cs, BPF_ANY);
 				bpf_map_update_elem(&sent_ctx, &pid_tgid, cs, BPF_ANY);
 			}
@@ -581,7 +628,7 @@ int weft_inject(struct sk_msg_md *msg)
 	if (count == 0)
 		return SK_PASS;
 
-	new_client_ctx(pid_tgid, correlation_key((__u32)pid_tgid), &ck, 0, &cs->ctx, cs->parent_id);
+	new_client_ctx(pid_tgid, correlation_key((__u32)pid_tgid), &ck, gid, &cs->ctx, cs->parent_id);
 #pragma clang loop unroll(disable)
 	for (int k = 1; k < MAX_PIPELINED; k++) {
 		if (k >= count)

@@ -51,7 +51,8 @@ enum weft_stat {
 	WEFT_STAT_PARENT_STALE = 15,     /* client span made a root: its goroutine's request had ended */
 	WEFT_STAT_TRACEPARENT_UNSEEN = 16, /* request head went on past the capture: a traceparent there was not seen */
 	WEFT_STAT_NOT_HTTP_SKIPPED = 17,   /* data on a socket user space found not to carry HTTP: not copied */
-	WEFT_STAT_MAX = 18,
+	WEFT_STAT_CALL_UNREADABLE = 18,    /* socket path: data moved by a call whose buffer it cannot name (sendmmsg, io_uring, splice) */
+	WEFT_STAT_MAX = 19,
 };
 
 struct event_header {

@@ -73,6 +73,13 @@ func runtimeNote(pid int, exe string, m tracer.Mode) string {
 	return ""
 }
 
+// pathHooks says what each attach path hooks, and what it costs the host.
+var pathHooks = map[kernel.Path]string{
+	kernel.PathKprobe:     "kprobes on tcp_sendmsg/tcp_recvmsg",
+	kernel.PathTracepoint: "socket calls only: tp_btf sock_send_length/sock_recv_length, no syscall tracepoint",
+	kernel.PathSyscalls:   "syscall tracepoints: every process on the host takes the slow syscall path",
+}
+
 // doctor prints what the kernel offers and which path weft would take,
 // and loads both program sets through the verifier when it can.
 func doctor(w io.Writer, root bool) error {
@@ -102,6 +109,7 @@ func doctor(w io.Writer, root bool) error {
 	fmt.Fprintf(w, "BTF (CO-RE)       %s\n", yes(f.BTF))
 	fmt.Fprintf(w, "kprobes           %s\n", yes(f.Kprobes))
 	fmt.Fprintf(w, "sock tracepoints  %s (sock:sock_send_length, Linux 6.3+)\n", yes(f.SockLengthTracepoints))
+	fmt.Fprintf(w, "sk_msg registers  %s (bpf_task_pt_regs in sk_msg: injection without a syscall tracepoint)\n", yes(f.SkMsgReadsRegs))
 	fmt.Fprintf(w, "lockdown          %s\n", f.Lockdown)
 	fmt.Fprintf(w, "tracefs           %s\n", orNone(f.Tracefs))
 	fmt.Fprintf(w, "cgroup v2         %s\n", orNone(f.CgroupV2))
@@ -123,7 +131,7 @@ func doctor(w io.Writer, root bool) error {
 	if err != nil {
 		problems = append(problems, err)
 	} else {
-		fmt.Fprintf(w, "attach path       %s\n", path)
+		fmt.Fprintf(w, "attach path       %s (%s)\n", path, pathHooks[path])
 	}
 	switch {
 	case f.CgroupV2 == "":
@@ -134,8 +142,8 @@ func doctor(w io.Writer, root bool) error {
 		fmt.Fprintf(w, "injection         possible: sockops on %s takes every client connection (this kernel's sockops cannot tell the process), sk_msg writes traceparent only for traced processes\n", f.CgroupV2)
 	}
 	if root && f.BTF {
-		for _, p := range []kernel.Path{kernel.PathKprobe, kernel.PathTracepoint} {
-			coll, err := tracer.Load(tracer.Options{Path: p, CaptureBytes: 256, SelfPID: uint32(os.Getpid()), Propagation: true, RuntimeHooks: true})
+		for _, p := range kernel.Paths {
+			coll, err := tracer.Load(tracer.Options{Path: p, CaptureBytes: 256, SelfPID: uint32(os.Getpid()), Propagation: true, RuntimeHooks: true, IoctlPackets: true})
 			if err != nil {
 				fmt.Fprintf(w, "verifier %-10s FAILED: %v\n", p, err)
 				if p == path {

@@ -26,6 +26,7 @@ func TestDoctorOnThisKernel(t *testing.T) {
 		"attach path       " + string(want),
 		"verifier kprobe     ok",
 		"verifier tracepoint ok",
+		"verifier syscalls   ok",
 		"injection         possible",
 		"weft can run here.",
 	} {

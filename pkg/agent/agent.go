@@ -21,6 +21,19 @@ import (
 	"github.com/weftdev/weft/pkg/tracer"
 )
 
+// ioctlPackets resolves the ioctl_packets setting: auto reads OBI's
+// packets where that costs the rest of the host nothing more (kprobes, or
+// syscall tracepoints attached anyway), not on the socket-only path.
+func ioctlPackets(setting string, path kernel.Path) bool {
+	switch setting {
+	case "on":
+		return true
+	case "off":
+		return false
+	}
+	return path != kernel.PathTracepoint
+}
+
 // tick is how often the event loop does housekeeping between events.
 const tick = time.Second
 
@@ -67,6 +80,7 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 		Cgroups:         cgroups,
 		Propagation:     cfg.Propagation == "headers",
 		RuntimeHooks:    cfg.RuntimeHooks == "on",
+		IoctlPackets:    ioctlPackets(cfg.IoctlPackets, path),
 		PinTracesCtx:    cfg.Profile.Pin,
 		Sampler:         &sampler,
 	})

@@ -137,6 +137,7 @@ func (l *loop) snapshot() map[string]uint64 {
 		out["parent_refused_ended"] = s.ParentStale
 		out["traceparent_beyond_capture"] = s.TraceparentUnseen
 		out["events_skipped_not_http"] = s.NotHTTPSkipped
+		out["events_skipped_unreadable_call"] = s.CallUnreadable
 	}
 	return out
 }

@@ -12,8 +12,14 @@ import (
 
 // Config is everything `weft run` can be told.
 type Config struct {
-	// Probes is the attach path: auto, kprobe or tracepoint.
+	// Probes is the attach path: auto, kprobe, tracepoint (socket calls
+	// only) or syscalls (syscall tracepoints: slows the whole host).
 	Probes string `yaml:"probes"`
+	// IoctlPackets reads OBI's ioctl packets (docs/ioctl-protocol.md):
+	// auto (where kprobes or syscall tracepoints run anyway), on or off.
+	// On the tracepoint path "on" attaches syscalls:sys_enter_ioctl,
+	// which puts every task on the host on the slow syscall path.
+	IoctlPackets string `yaml:"ioctl_packets"`
 	// CaptureBytes is how many leading bytes of each send/recv reach user
 	// space (256..4096).
 	CaptureBytes int `yaml:"capture_bytes"`
@@ -94,6 +100,7 @@ func (s Select) All() bool {
 func Default() Config {
 	return Config{
 		Probes:          "auto",
+		IoctlPackets:    "auto",
 		Propagation:     "headers",
 		RuntimeHooks:    "on",
 		JavaAgent:       "off",
@@ -114,9 +121,14 @@ func Default() Config {
 // Validate reports the first setting that cannot work.
 func (c *Config) Validate() error {
 	switch c.Probes {
-	case "auto", "kprobe", "tracepoint":
+	case "auto", "kprobe", "tracepoint", "syscalls":
 	default:
-		return fmt.Errorf("probes %q: want auto, kprobe or tracepoint", c.Probes)
+		return fmt.Errorf("probes %q: want auto, kprobe, tracepoint or syscalls", c.Probes)
+	}
+	switch c.IoctlPackets {
+	case "auto", "on", "off":
+	default:
+		return fmt.Errorf("ioctl_packets %q: want auto, on or off", c.IoctlPackets)
 	}
 	switch c.Propagation {
 	case "headers", "off":

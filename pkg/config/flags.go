@@ -11,6 +11,7 @@ import (
 type Flags struct {
 	ConfigPath   string
 	probes       string
+	ioctl        string
 	propagation  string
 	rtHooks      string
 	captureBytes int
@@ -41,7 +42,8 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	f := &Flags{}
 	d := Default()
 	fs.StringVar(&f.ConfigPath, "config", "", "YAML configuration file")
-	fs.StringVar(&f.probes, "probes", d.Probes, "attach path: auto, kprobe or tracepoint")
+	fs.StringVar(&f.probes, "probes", d.Probes, "attach path: auto, kprobe, tracepoint or syscalls")
+	fs.StringVar(&f.ioctl, "ioctl-packets", d.IoctlPackets, "read OBI's ioctl mount packets: auto, on or off (on with the tracepoint path slows every process's syscalls)")
 	fs.StringVar(&f.propagation, "propagation", d.Propagation, "write traceparent into outgoing HTTP/1.x requests: headers or off")
 	fs.StringVar(&f.rtHooks, "runtime-hooks", d.RuntimeHooks, "uprobes on Go programs so their calls keep their goroutine's parent: on or off")
 	fs.StringVar(&f.javaAgent, "java-agent", d.JavaAgent, "load weft's Java agent into traced JVMs: attach or off")
@@ -86,6 +88,8 @@ func (f *Flags) apply(c *Config, fs *flag.FlagSet) error {
 		switch fl.Name {
 		case "probes":
 			c.Probes = f.probes
+		case "ioctl-packets":
+			c.IoctlPackets = f.ioctl
 		case "propagation":
 			c.Propagation = f.propagation
 		case "runtime-hooks":

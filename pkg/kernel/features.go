@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/features"
 )
 
 // Features is what weft found out about the running kernel.
@@ -19,6 +23,12 @@ type Features struct {
 	// SockLengthTracepoints: sock:sock_{send,recv}_length (Linux 6.3+),
 	// which the tracepoint path needs to tell sockets from files.
 	SockLengthTracepoints bool
+	// SkMsgReadsRegs: sk_msg programs may read the sender's registers and
+	// memory (bpf_get_current_task_btf, bpf_task_pt_regs,
+	// bpf_probe_read_user), which the socket-only tracepoint path needs
+	// to inject without a syscall entry hook. Probed by loading small
+	// programs: false without the privileges weft runs with.
+	SkMsgReadsRegs bool
 }
 
 // Probe reads the kernel's features from /sys and /proc. It never fails:
@@ -43,7 +53,17 @@ func Probe() Features {
 		_, err := os.Stat(f.Tracefs + "/events/sock/sock_send_length")
 		f.SockLengthTracepoints = err == nil
 	}
+	f.SkMsgReadsRegs = skMsgReadsRegs()
 	return f
+}
+
+func skMsgReadsRegs() bool {
+	for _, h := range []asm.BuiltinFunc{asm.FnGetCurrentTaskBtf, asm.FnTaskPtRegs, asm.FnProbeReadUser} {
+		if features.HaveProgramHelper(ebpf.SkMsg, h) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // lockdown returns the active mode from "none [integrity] confidentiality".
@@ -76,12 +96,23 @@ func ParseLockdown(s string) string {
 type Path string
 
 const (
-	PathKprobe     Path = "kprobe"
+	// PathKprobe: kprobes on tcp_sendmsg/tcp_recvmsg.
+	PathKprobe Path = "kprobe"
+	// PathTracepoint: the sock_{send,recv}_length tracepoints alone, the
+	// call's buffer read from its registers; no syscall tracepoint.
 	PathTracepoint Path = "tracepoint"
+	// PathSyscalls: syscall tracepoints around the sock tracepoints, for
+	// kernels whose sk_msg programs cannot read registers. Any syscall
+	// tracepoint puts every task on the host on the slow syscall path.
+	PathSyscalls Path = "syscalls"
 )
+
+// Paths are all attach paths, in the order auto prefers them.
+var Paths = []Path{PathKprobe, PathTracepoint, PathSyscalls}
 
 // ChoosePath picks the attach path for a --probes value.
 func (f Features) ChoosePath(want string) (Path, error) {
+	noSock := errors.New("no sock:sock_send_length tracepoint (Linux 6.3+), which the tracepoint paths need")
 	switch want {
 	case "", "auto":
 		if f.Kprobes {
@@ -90,14 +121,31 @@ func (f Features) ChoosePath(want string) (Path, error) {
 		if !f.SockLengthTracepoints && f.Tracefs != "" {
 			return "", errors.New("no kprobes and no sock:sock_send_length tracepoint (Linux 6.3+): no attach path available")
 		}
-		return PathTracepoint, nil
+		if f.SkMsgReadsRegs {
+			return PathTracepoint, nil
+		}
+		return PathSyscalls, nil
 	case "kprobe":
 		if !f.Kprobes {
 			return "", errors.New("kprobes requested but this kernel has none (CONFIG_KPROBES off?)")
 		}
 		return PathKprobe, nil
 	case "tracepoint":
+		if !f.SockLengthTracepoints && f.Tracefs != "" {
+			return "", noSock
+		}
+		if !f.SkMsgReadsRegs {
+			return "", errors.New("the socket tracepoint path needs sk_msg programs that read registers (bpf_task_pt_regs), which this kernel refuses: use probes syscalls")
+		}
 		return PathTracepoint, nil
+	case "syscalls":
+		if !f.SockLengthTracepoints && f.Tracefs != "" {
+			return "", noSock
+		}
+		return PathSyscalls, nil
 	}
-	return "", fmt.Errorf("unknown probes %q (want auto, kprobe or tracepoint)", want)
+	return "", fmt.Errorf("unknown probes %q (want auto, kprobe, tracepoint or syscalls)", want)
 }
+
+// Tracepoints reports whether the path attaches through tracefs events.
+func (p Path) Tracepoints() bool { return p == PathTracepoint || p == PathSyscalls }

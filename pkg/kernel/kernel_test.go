@@ -36,8 +36,9 @@ func TestParseLockdown(t *testing.T) {
 }
 
 func TestChoosePath(t *testing.T) {
-	withKprobes := Features{Kprobes: true, Tracefs: "/t", SockLengthTracepoints: true}
-	without := Features{Tracefs: "/t", SockLengthTracepoints: true}
+	withKprobes := Features{Kprobes: true, Tracefs: "/t", SockLengthTracepoints: true, SkMsgReadsRegs: true}
+	without := Features{Tracefs: "/t", SockLengthTracepoints: true, SkMsgReadsRegs: true}
+	noRegs := Features{Tracefs: "/t", SockLengthTracepoints: true}
 	old := Features{Tracefs: "/t"}
 	cases := []struct {
 		f       Features
@@ -49,6 +50,11 @@ func TestChoosePath(t *testing.T) {
 		{without, "auto", PathTracepoint, false},
 		{without, "kprobe", "", true},
 		{withKprobes, "tracepoint", PathTracepoint, false},
+		{noRegs, "auto", PathSyscalls, false},
+		{noRegs, "tracepoint", "", true},
+		{noRegs, "syscalls", PathSyscalls, false},
+		{without, "syscalls", PathSyscalls, false},
+		{old, "syscalls", "", true},
 		{old, "auto", "", true},
 		{withKprobes, "fentry", "", true},
 	}

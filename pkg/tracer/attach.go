@@ -7,6 +7,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+
+	"github.com/weftdev/weft/pkg/kernel"
 )
 
 // propagationPrograms inject traceparent; they are loaded only when
@@ -16,8 +18,43 @@ var propagationPrograms = map[string]bool{
 	"weft_sockops":             true,
 	"weft_sockops_any":         true,
 	"weft_inject":              true,
+	"weft_inject_sock":         true,
 	"weft_tcp_bpf_sendmsg":     true,
 	"weft_tcp_bpf_sendmsg_ret": true,
+}
+
+// socketPathPrograms are the tracepoint object's programs of the socket
+// path (kernel.PathTracepoint); those of the syscall path
+// (kernel.PathSyscalls) are its syscall tracepoints, the classic sock
+// tracepoints and the sk_msg program that reads what syscall entry noted.
+var socketPathPrograms = map[string]bool{
+	"weft_sock_sent":     true,
+	"weft_sock_received": true,
+	"weft_inject_sock":   true,
+}
+
+var syscallPathPrograms = map[string]bool{
+	"weft_sock_send": true,
+	"weft_sock_recv": true,
+	"weft_inject":    true,
+}
+
+// ioctlPrograms read OBI's ioctl packets (Options.IoctlPackets).
+var ioctlPrograms = map[string]bool{
+	"weft_enter_ioctl": true,
+	"weft_sys_ioctl":   true,
+}
+
+// onPath reports whether a tracepoint-object program belongs to path p.
+func onPath(p kernel.Path, name, section string) bool {
+	if p != kernel.PathTracepoint && p != kernel.PathSyscalls {
+		return true
+	}
+	syscall := syscallPathPrograms[name] || (strings.HasPrefix(section, "tracepoint/syscalls/") && !ioctlPrograms[name])
+	if p == kernel.PathTracepoint {
+		return !syscall
+	}
+	return !socketPathPrograms[name]
 }
 
 // runtimeHook reports whether a program of this ELF section is one of the
@@ -28,11 +65,12 @@ func runtimeHook(section string) bool {
 }
 
 // dropDisabled removes from spec the programs of features opts leaves
-// off, so that the verifier spends no time on them and none of them can
-// run.
+// off, and those of the other tracepoint path, so that the verifier
+// spends no time on them and none of them can run.
 func dropDisabled(spec *ebpf.CollectionSpec, opts Options) {
 	for name, p := range spec.Programs {
-		if (!opts.Propagation && propagationPrograms[name]) || (!opts.RuntimeHooks && runtimeHook(p.SectionName)) {
+		if (!opts.Propagation && propagationPrograms[name]) || (!opts.RuntimeHooks && runtimeHook(p.SectionName)) ||
+			(!opts.IoctlPackets && ioctlPrograms[name]) || !onPath(opts.Path, name, p.SectionName) {
 			delete(spec.Programs, name)
 		}
 	}

@@ -227,6 +227,7 @@ const (
 	kprobeMapSamples                 = "samples"
 	kprobeMapSamplesBegun            = "samples_begun"
 	kprobeMapScratch                 = "scratch"
+	kprobeMapSendClaims              = "send_claims"
 	kprobeMapSentCtx                 = "sent_ctx"
 	kprobeMapServingSock             = "serving_sock"
 	kprobeMapSplitRequests           = "split_requests"
@@ -269,6 +270,7 @@ const (
 	kprobeVarCgroupLevels            = "cgroup_levels"
 	kprobeVarNoteAllSenders          = "note_all_senders"
 	kprobeVarNotifyExec              = "notify_exec"
+	kprobeVarPropagationOn           = "propagation_on"
 	kprobeVarSampleBound             = "sample_bound"
 	kprobeVarSampleParentBased       = "sample_parent_based"
 	kprobeVarSampleRoot              = "sample_root"
@@ -387,6 +389,7 @@ type kprobeMapSpecs struct {
 	Samples         *ebpf.MapSpec `ebpf:"samples"`
 	SamplesBegun    *ebpf.MapSpec `ebpf:"samples_begun"`
 	Scratch         *ebpf.MapSpec `ebpf:"scratch"`
+	SendClaims      *ebpf.MapSpec `ebpf:"send_claims"`
 	SentCtx         *ebpf.MapSpec `ebpf:"sent_ctx"`
 	ServingSock     *ebpf.MapSpec `ebpf:"serving_sock"`
 	SplitRequests   *ebpf.MapSpec `ebpf:"split_requests"`
@@ -407,6 +410,7 @@ type kprobeVariableSpecs struct {
 	CgroupLevels      *ebpf.VariableSpec `ebpf:"cgroup_levels"`
 	NoteAllSenders    *ebpf.VariableSpec `ebpf:"note_all_senders"`
 	NotifyExec        *ebpf.VariableSpec `ebpf:"notify_exec"`
+	PropagationOn     *ebpf.VariableSpec `ebpf:"propagation_on"`
 	SampleBound       *ebpf.VariableSpec `ebpf:"sample_bound"`
 	SampleParentBased *ebpf.VariableSpec `ebpf:"sample_parent_based"`
 	SampleRoot        *ebpf.VariableSpec `ebpf:"sample_root"`
@@ -469,6 +473,7 @@ type kprobeMaps struct {
 	Samples         *ebpf.Map `ebpf:"samples"`
 	SamplesBegun    *ebpf.Map `ebpf:"samples_begun"`
 	Scratch         *ebpf.Map `ebpf:"scratch"`
+	SendClaims      *ebpf.Map `ebpf:"send_claims"`
 	SentCtx         *ebpf.Map `ebpf:"sent_ctx"`
 	ServingSock     *ebpf.Map `ebpf:"serving_sock"`
 	SplitRequests   *ebpf.Map `ebpf:"split_requests"`
@@ -511,6 +516,7 @@ func (m *kprobeMaps) Close() error {
 		m.Samples,
 		m.SamplesBegun,
 		m.Scratch,
+		m.SendClaims,
 		m.SentCtx,
 		m.ServingSock,
 		m.SplitRequests,
@@ -532,6 +538,7 @@ type kprobeVariables struct {
 	CgroupLevels      *ebpf.Variable `ebpf:"cgroup_levels"`
 	NoteAllSenders    *ebpf.Variable `ebpf:"note_all_senders"`
 	NotifyExec        *ebpf.Variable `ebpf:"notify_exec"`
+	PropagationOn     *ebpf.Variable `ebpf:"propagation_on"`
 	SampleBound       *ebpf.Variable `ebpf:"sample_bound"`
 	SampleParentBased *ebpf.Variable `ebpf:"sample_parent_based"`
 	SampleRoot        *ebpf.Variable `ebpf:"sample_root"`

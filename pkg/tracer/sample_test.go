@@ -553,20 +553,39 @@ srv.serve_forever()
 
 // The JVM agent protocol keeps traces_ctx_v1 in step: a mount names the
 // mounted id's span, an unmount clears it, and so does a slot write (op
-// 0x57), which samples see too.
+// 0x57), which samples see too; the same through OBI's ioctl packets and
+// through weft's notes on a socket, which the socket path reads without
+// any syscall tracepoint.
 func TestAgentMountKeepsTracesCtx(t *testing.T) {
 	testenv.RequirePrivileged(t)
+	for _, via := range []string{"ioctl", "note"} {
+		t.Run(via, func(t *testing.T) { testAgentMount(t, via) })
+	}
+}
+
+func testAgentMount(t *testing.T, via string) {
 	py := pythonPath(t)
-	tr := openTestTracer(t, Options{})
+	tr := openTestTracer(t, Options{IoctlPackets: via == "ioctl"})
 
 	script := filepath.Join(t.TempDir(), "agent.py")
-	if err := os.WriteFile(script, []byte(`import ctypes, fcntl, struct, sys, time
+	if err := os.WriteFile(script, []byte(`import ctypes, fcntl, socket, struct, sys, time
+via = sys.argv[1]
 slot = ctypes.c_uint64(0)
+note = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)  # never connected
 def packet(op, arg):
     try:
-        fcntl.ioctl(0, 0x0b10b1, struct.pack("<BQ", op, arg))
+        if via == "ioctl":
+            fcntl.ioctl(0, 0x0b10b1, struct.pack("<BQ", op, arg))
+        else:
+            note.send(struct.pack("<4sB3xQ", b"weft", op, arg))
     except OSError:
         pass  # the kernel side only observes the call
+def poke():
+    # a socket call, at which the kernel reads the slot
+    try:
+        note.send(b"x")
+    except OSError:
+        pass
 for line in sys.stdin:
     f = line.split()
     if f[0] == "mount":
@@ -577,6 +596,7 @@ for line in sys.stdin:
         packet(0x57, ctypes.addressof(slot))
     elif f[0] == "set":
         slot.value = int(f[1])
+        poke()
     elif f[0] == "spin":
         end = time.monotonic() + float(f[1])
         while time.monotonic() < end:
@@ -585,7 +605,7 @@ for line in sys.stdin:
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	agent := exec.Command(py, script)
+	agent := exec.Command(py, script, via)
 	stdin, err := agent.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -647,7 +667,7 @@ for line in sys.stdin:
 	do("unmount")
 
 	do("slot")
-	do(fmt.Sprint("set ", id)) // the reply's write refreshes the key
+	do(fmt.Sprint("set ", id)) // the poke refreshes the key
 	expect("slot set", &span)
 
 	s, err := tr.StartSampling(SamplingOptions{Frequency: 99})

@@ -27,6 +27,10 @@ type Stats struct {
 	// NotHTTPSkipped: data calls on sockets found not to carry HTTP,
 	// not copied.
 	NotHTTPSkipped uint64
+	// CallUnreadable: socket calls whose buffer the socket path cannot
+	// name (sendmmsg, io_uring, splice/sendfile, a kernel thread's), not
+	// copied.
+	CallUnreadable uint64
 }
 
 // Lost is the number of events the kernel could not deliver (stack
@@ -71,6 +75,7 @@ func (t *Tracer) Stats() (Stats, error) {
 		{tpWeftStatWEFT_STAT_PARENT_STALE, &s.ParentStale},
 		{tpWeftStatWEFT_STAT_TRACEPARENT_UNSEEN, &s.TraceparentUnseen},
 		{tpWeftStatWEFT_STAT_NOT_HTTP_SKIPPED, &s.NotHTTPSkipped},
+		{tpWeftStatWEFT_STAT_CALL_UNREADABLE, &s.CallUnreadable},
 	} {
 		if *f.dst, err = sum(f.idx); err != nil {
 			return s, err

@@ -255,7 +255,8 @@ const (
 	tpWeftStatWEFT_STAT_PARENT_STALE       tpWeftStat = 15
 	tpWeftStatWEFT_STAT_TRACEPARENT_UNSEEN tpWeftStat = 16
 	tpWeftStatWEFT_STAT_NOT_HTTP_SKIPPED   tpWeftStat = 17
-	tpWeftStatWEFT_STAT_MAX                tpWeftStat = 18
+	tpWeftStatWEFT_STAT_CALL_UNREADABLE    tpWeftStat = 18
+	tpWeftStatWEFT_STAT_MAX                tpWeftStat = 19
 )
 
 // Names of all BPF objects in the ELF.
@@ -288,6 +289,7 @@ const (
 	tpMapSamples                 = "samples"
 	tpMapSamplesBegun            = "samples_begun"
 	tpMapScratch                 = "scratch"
+	tpMapSendClaims              = "send_claims"
 	tpMapSentCtx                 = "sent_ctx"
 	tpMapServingSock             = "serving_sock"
 	tpMapSplitRequests           = "split_requests"
@@ -325,6 +327,7 @@ const (
 	tpProgWeftGoRoundtrip        = "weft_go_roundtrip"
 	tpProgWeftGoWriteloop        = "weft_go_writeloop"
 	tpProgWeftInject             = "weft_inject"
+	tpProgWeftInjectSock         = "weft_inject_sock"
 	tpProgWeftLibcAnnounce       = "weft_libc_announce"
 	tpProgWeftNgxConnectPeer     = "weft_ngx_connect_peer"
 	tpProgWeftNgxConnectPeerRet  = "weft_ngx_connect_peer_ret"
@@ -332,9 +335,11 @@ const (
 	tpProgWeftNgxUpstreamInitRet = "weft_ngx_upstream_init_ret"
 	tpProgWeftNodeAnnounce       = "weft_node_announce"
 	tpProgWeftSample             = "weft_sample"
+	tpProgWeftSockReceived       = "weft_sock_received"
 	tpProgWeftSockRecv           = "weft_sock_recv"
 	tpProgWeftSockReset          = "weft_sock_reset"
 	tpProgWeftSockSend           = "weft_sock_send"
+	tpProgWeftSockSent           = "weft_sock_sent"
 	tpProgWeftSockState          = "weft_sock_state"
 	tpProgWeftSockops            = "weft_sockops"
 	tpProgWeftSockopsAny         = "weft_sockops_any"
@@ -342,6 +347,7 @@ const (
 	tpVarCgroupLevels            = "cgroup_levels"
 	tpVarNoteAllSenders          = "note_all_senders"
 	tpVarNotifyExec              = "notify_exec"
+	tpVarPropagationOn           = "propagation_on"
 	tpVarSampleBound             = "sample_bound"
 	tpVarSampleParentBased       = "sample_parent_based"
 	tpVarSampleRoot              = "sample_root"
@@ -425,6 +431,7 @@ type tpProgramSpecs struct {
 	WeftGoRoundtrip        *ebpf.ProgramSpec `ebpf:"weft_go_roundtrip"`
 	WeftGoWriteloop        *ebpf.ProgramSpec `ebpf:"weft_go_writeloop"`
 	WeftInject             *ebpf.ProgramSpec `ebpf:"weft_inject"`
+	WeftInjectSock         *ebpf.ProgramSpec `ebpf:"weft_inject_sock"`
 	WeftLibcAnnounce       *ebpf.ProgramSpec `ebpf:"weft_libc_announce"`
 	WeftNgxConnectPeer     *ebpf.ProgramSpec `ebpf:"weft_ngx_connect_peer"`
 	WeftNgxConnectPeerRet  *ebpf.ProgramSpec `ebpf:"weft_ngx_connect_peer_ret"`
@@ -432,9 +439,11 @@ type tpProgramSpecs struct {
 	WeftNgxUpstreamInitRet *ebpf.ProgramSpec `ebpf:"weft_ngx_upstream_init_ret"`
 	WeftNodeAnnounce       *ebpf.ProgramSpec `ebpf:"weft_node_announce"`
 	WeftSample             *ebpf.ProgramSpec `ebpf:"weft_sample"`
+	WeftSockReceived       *ebpf.ProgramSpec `ebpf:"weft_sock_received"`
 	WeftSockRecv           *ebpf.ProgramSpec `ebpf:"weft_sock_recv"`
 	WeftSockReset          *ebpf.ProgramSpec `ebpf:"weft_sock_reset"`
 	WeftSockSend           *ebpf.ProgramSpec `ebpf:"weft_sock_send"`
+	WeftSockSent           *ebpf.ProgramSpec `ebpf:"weft_sock_sent"`
 	WeftSockState          *ebpf.ProgramSpec `ebpf:"weft_sock_state"`
 	WeftSockops            *ebpf.ProgramSpec `ebpf:"weft_sockops"`
 	WeftSockopsAny         *ebpf.ProgramSpec `ebpf:"weft_sockops_any"`
@@ -470,6 +479,7 @@ type tpMapSpecs struct {
 	Samples        *ebpf.MapSpec `ebpf:"samples"`
 	SamplesBegun   *ebpf.MapSpec `ebpf:"samples_begun"`
 	Scratch        *ebpf.MapSpec `ebpf:"scratch"`
+	SendClaims     *ebpf.MapSpec `ebpf:"send_claims"`
 	SentCtx        *ebpf.MapSpec `ebpf:"sent_ctx"`
 	ServingSock    *ebpf.MapSpec `ebpf:"serving_sock"`
 	SplitRequests  *ebpf.MapSpec `ebpf:"split_requests"`
@@ -490,6 +500,7 @@ type tpVariableSpecs struct {
 	CgroupLevels      *ebpf.VariableSpec `ebpf:"cgroup_levels"`
 	NoteAllSenders    *ebpf.VariableSpec `ebpf:"note_all_senders"`
 	NotifyExec        *ebpf.VariableSpec `ebpf:"notify_exec"`
+	PropagationOn     *ebpf.VariableSpec `ebpf:"propagation_on"`
 	SampleBound       *ebpf.VariableSpec `ebpf:"sample_bound"`
 	SampleParentBased *ebpf.VariableSpec `ebpf:"sample_parent_based"`
 	SampleRoot        *ebpf.VariableSpec `ebpf:"sample_root"`
@@ -550,6 +561,7 @@ type tpMaps struct {
 	Samples        *ebpf.Map `ebpf:"samples"`
 	SamplesBegun   *ebpf.Map `ebpf:"samples_begun"`
 	Scratch        *ebpf.Map `ebpf:"scratch"`
+	SendClaims     *ebpf.Map `ebpf:"send_claims"`
 	SentCtx        *ebpf.Map `ebpf:"sent_ctx"`
 	ServingSock    *ebpf.Map `ebpf:"serving_sock"`
 	SplitRequests  *ebpf.Map `ebpf:"split_requests"`
@@ -590,6 +602,7 @@ func (m *tpMaps) Close() error {
 		m.Samples,
 		m.SamplesBegun,
 		m.Scratch,
+		m.SendClaims,
 		m.SentCtx,
 		m.ServingSock,
 		m.SplitRequests,
@@ -611,6 +624,7 @@ type tpVariables struct {
 	CgroupLevels      *ebpf.Variable `ebpf:"cgroup_levels"`
 	NoteAllSenders    *ebpf.Variable `ebpf:"note_all_senders"`
 	NotifyExec        *ebpf.Variable `ebpf:"notify_exec"`
+	PropagationOn     *ebpf.Variable `ebpf:"propagation_on"`
 	SampleBound       *ebpf.Variable `ebpf:"sample_bound"`
 	SampleParentBased *ebpf.Variable `ebpf:"sample_parent_based"`
 	SampleRoot        *ebpf.Variable `ebpf:"sample_root"`
@@ -656,6 +670,7 @@ type tpPrograms struct {
 	WeftGoRoundtrip        *ebpf.Program `ebpf:"weft_go_roundtrip"`
 	WeftGoWriteloop        *ebpf.Program `ebpf:"weft_go_writeloop"`
 	WeftInject             *ebpf.Program `ebpf:"weft_inject"`
+	WeftInjectSock         *ebpf.Program `ebpf:"weft_inject_sock"`
 	WeftLibcAnnounce       *ebpf.Program `ebpf:"weft_libc_announce"`
 	WeftNgxConnectPeer     *ebpf.Program `ebpf:"weft_ngx_connect_peer"`
 	WeftNgxConnectPeerRet  *ebpf.Program `ebpf:"weft_ngx_connect_peer_ret"`
@@ -663,9 +678,11 @@ type tpPrograms struct {
 	WeftNgxUpstreamInitRet *ebpf.Program `ebpf:"weft_ngx_upstream_init_ret"`
 	WeftNodeAnnounce       *ebpf.Program `ebpf:"weft_node_announce"`
 	WeftSample             *ebpf.Program `ebpf:"weft_sample"`
+	WeftSockReceived       *ebpf.Program `ebpf:"weft_sock_received"`
 	WeftSockRecv           *ebpf.Program `ebpf:"weft_sock_recv"`
 	WeftSockReset          *ebpf.Program `ebpf:"weft_sock_reset"`
 	WeftSockSend           *ebpf.Program `ebpf:"weft_sock_send"`
+	WeftSockSent           *ebpf.Program `ebpf:"weft_sock_sent"`
 	WeftSockState          *ebpf.Program `ebpf:"weft_sock_state"`
 	WeftSockops            *ebpf.Program `ebpf:"weft_sockops"`
 	WeftSockopsAny         *ebpf.Program `ebpf:"weft_sockops_any"`
@@ -700,6 +717,7 @@ func (p *tpPrograms) Close() error {
 		p.WeftGoRoundtrip,
 		p.WeftGoWriteloop,
 		p.WeftInject,
+		p.WeftInjectSock,
 		p.WeftLibcAnnounce,
 		p.WeftNgxConnectPeer,
 		p.WeftNgxConnectPeerRet,
@@ -707,9 +725,11 @@ func (p *tpPrograms) Close() error {
 		p.WeftNgxUpstreamInitRet,
 		p.WeftNodeAnnounce,
 		p.WeftSample,
+		p.WeftSockReceived,
 		p.WeftSockRecv,
 		p.WeftSockReset,
 		p.WeftSockSend,
+		p.WeftSockSent,
 		p.WeftSockState,
 		p.WeftSockops,
 		p.WeftSockopsAny,

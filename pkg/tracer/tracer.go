@@ -41,6 +41,11 @@ type Options struct {
 	// calls are parented by goroutine (runtime.go); without them such
 	// programs are followed fail-closed.
 	RuntimeHooks bool
+	// IoctlPackets reads OBI's ioctl packets (docs/ioctl-protocol.md):
+	// a kprobe on sys_ioctl, or on the tracepoint paths the
+	// sys_enter_ioctl tracepoint, which slows every task's system calls
+	// on the host. weft's own agent reaches the socket path without it.
+	IoctlPackets bool
 	// Cgroups are selected cgroups: every process in one of them or below
 	// is traced, decided in the kernel from its first call.
 	Cgroups []Cgroup
@@ -98,7 +103,7 @@ func Spec(p kernel.Path) (*ebpf.CollectionSpec, error) {
 	switch p {
 	case kernel.PathKprobe:
 		return loadKprobe()
-	case kernel.PathTracepoint:
+	case kernel.PathTracepoint, kernel.PathSyscalls:
 		return loadTp()
 	}
 	return nil, fmt.Errorf("unknown attach path %q", p)
@@ -132,6 +137,7 @@ func load(opts Options, replace map[string]*ebpf.Map) (*ebpf.Collection, error) 
 		"self_pid":            opts.SelfPID,
 		"trace_all":           boolByte(opts.TraceAll),
 		"notify_exec":         boolByte(opts.NotifyExec),
+		"propagation_on":      boolByte(opts.Propagation),
 		"cgroup_levels":       cgroupLevels(opts.Cgroups),
 		"sample_root":         uint8(smp.Root),
 		"sample_parent_based": boolByte(smp.ParentBased),
@@ -172,7 +178,7 @@ func load(opts Options, replace map[string]*ebpf.Map) (*ebpf.Collection, error) 
 
 // Open loads and attaches the programs and opens the event stream.
 func Open(opts Options) (*Tracer, error) {
-	if opts.Path == kernel.PathTracepoint {
+	if opts.Path.Tracepoints() {
 		if _, err := kernel.EnsureTracefs(); err != nil {
 			return nil, err
 		}
@@ -230,7 +236,7 @@ func Open(opts Options) (*Tracer, error) {
 		return nil, fmt.Errorf("open ring buffer: %w", err)
 	}
 	t.log.Info("attached", "path", opts.Path, "programs", len(t.links), "capture_bytes", opts.CaptureBytes,
-		"propagation", opts.Propagation, "traces_ctx_pin", opts.PinTracesCtx)
+		"propagation", opts.Propagation, "ioctl_packets", opts.IoctlPackets, "traces_ctx_pin", opts.PinTracesCtx)
 	return t, nil
 }
 

@@ -25,7 +25,8 @@ func TestMountProtocolInterop(t *testing.T) {
 	svcCmd := exec.Command(bins.websr, "-mode=mounter", "-downstream="+downAddr)
 	svcCmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME=mounter")
 	svc, svcAddr := startListener(t, svcCmd)
-	w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", svc.Pid(), down.Pid()))
+	// OBI's packets are read only where asked for on the socket-only path.
+	w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", svc.Pid(), down.Pid()), "--ioctl-packets=on")
 
 	find := func(spans []span, service string, kind tracepb.Span_SpanKind, path string) span {
 		t.Helper()

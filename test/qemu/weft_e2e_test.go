@@ -52,7 +52,9 @@ func buildStatic(t *testing.T, pkg, name string, test bool) string {
 // The kprobe attach path, end to end, on Debian's stock kernels (which have
 // kprobes, unlike the machine this runs on): the same span checks as on the
 // host, with weft forced onto --probes=kprobe. On kernels that also have the
-// sock tracepoints (6.3+), the tracepoint path runs there too.
+// sock tracepoints (6.3+), the tracepoint path (socket calls only) and the
+// syscall-tracepoint path run there too: the host runs the first, and
+// nothing else here can run the second end to end.
 func TestWeftEndToEndInGuests(t *testing.T) {
 	kernels := testKernels(t)
 	bins := map[string]string{
@@ -67,7 +69,7 @@ func TestWeftEndToEndInGuests(t *testing.T) {
 	for _, k := range kernels {
 		paths := []string{"kprobe"}
 		if !strings.HasPrefix(k.Release, "6.1.") {
-			paths = append(paths, "tracepoint")
+			paths = append(paths, "tracepoint", "syscalls")
 		}
 		for _, path := range paths {
 			t.Run(k.Release+"/"+path, func(t *testing.T) {
