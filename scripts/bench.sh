@@ -4,13 +4,17 @@
 # (open loop), then at saturation (wrk, closed loop).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-echo "## Fixed load: 3000 requests/s for 15 s per run, 3 rounds of off / on without runtime hooks / on"
+echo "## What weft costs a process it does not trace: 1-byte write(2)s, weft off / on / on the syscall-tracepoint path"
 echo
-go run ./test/bench -rate 3000 -modes off,nohooks,on "$@"
+go run ./test/bench -untraced-write -rounds 8 -modes off,on,syscalls
 echo
-echo "## Saturation: wrk, 1 thread, 32 connections, 15 s per run, 3 rounds of off / nohooks / on"
+echo "## Fixed load: 3000 requests/s for 15 s per run, 5 rounds of off / the syscall-tracepoint path / on"
 echo
-go run ./test/bench -modes off,nohooks,on "$@"
+go run ./test/bench -rate 3000 -rounds 5 -modes off,syscalls,on "$@"
+echo
+echo "## Saturation: wrk, 1 thread, 32 connections, 15 s per run, 5 rounds of off / syscalls / on"
+echo
+go run ./test/bench -rounds 5 -modes off,syscalls,on "$@"
 echo
 echo "## Sampling: weft's CPU per request at 3000 requests/s, every trace sampled / traceidratio 0.1 / none"
 echo

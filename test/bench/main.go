@@ -38,7 +38,7 @@ var (
 	chainKA   = flag.Bool("chain-keepalive", false, "with -chain: the front keeps one backend connection per thread instead of one per call")
 	goChain   = flag.Bool("go-chain", false, "load a Go net/http chain: test/e2e/testdata/goasync's /req (waits 0-10 ms, calls the backend with net/http's client)")
 	nodeChain = flag.Bool("node-chain", false, "load a Node.js chain: test/e2e/testdata/nodeasync's /req (waits 0-10 ms, calls the backend with http.get through a keep-alive agent), weft's companion loaded by NODE_OPTIONS in every mode")
-	modes     = flag.String("modes", "off,on", "weft configurations, alternating: off, on, noprop (weft with --propagation=off), nohooks (weft with --runtime-hooks=off), floor (-send-cost only: no weft, the sender's connections in a pass-through sockhash), prof<Hz> (on, profiling at Hz), ratio<R> (on, sampling traces at ratio R), base (on, with the -weft-base binary: a baseline commit side by side), metrics (on, with RED and service-graph metrics, which every other mode leaves off)")
+	modes     = flag.String("modes", "off,on", "weft configurations, alternating: off, on, noprop (weft with --propagation=off), nohooks (weft with --runtime-hooks=off), floor (-send-cost only: no weft, the sender's connections in a pass-through sockhash), prof<Hz> (on, profiling at Hz), ratio<R> (on, sampling traces at ratio R), base (on, with the -weft-base binary: a baseline commit side by side), syscalls (on, on the syscall-tracepoint path), metrics (on, with RED and service-graph metrics, which every other mode leaves off)")
 )
 
 // rotated is order started at its i-th mode: over rounds, every mode runs
@@ -78,6 +78,10 @@ func main() {
 	log.SetFlags(0)
 	if *sendCost {
 		runSendCost()
+		return
+	}
+	if *untracedWrite {
+		runUntracedWrite()
 		return
 	}
 	if *goroutineCost {
@@ -170,8 +174,10 @@ func startWeft(mode string, pids []int, otlp string, pre ...string) (*exec.Cmd, 
 	for _, p := range pids {
 		ps = append(ps, strconv.Itoa(p))
 	}
-	prop, hooks := "headers", "on"
+	prop, hooks, probes := "headers", "on", "auto"
 	switch mode {
+	case "syscalls":
+		probes = "syscalls"
 	case "noprop":
 		prop = "off"
 	case "nohooks":
@@ -184,7 +190,7 @@ func startWeft(mode string, pids []int, otlp string, pre ...string) (*exec.Cmd, 
 		}
 		bin = *weftBase
 	}
-	args := append(pre, bin, "run", "--probes=auto", "--pid="+strings.Join(ps, ","), "--propagation="+prop,
+	args := append(pre, bin, "run", "--probes="+probes, "--pid="+strings.Join(ps, ","), "--propagation="+prop,
 		"--runtime-hooks="+hooks,
 		"--metrics-addr=127.0.0.1:"+strconv.Itoa(port), "--stats-interval=0", "--otlp-endpoint="+otlp, "--otlp-insecure")
 	args = append(args, profileArgs(mode)...)
