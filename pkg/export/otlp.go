@@ -14,8 +14,8 @@ import (
 )
 
 // OTLP exports spans over OTLP/gRPC or OTLP/HTTP, keeping the ids,
-// timestamps and parentage weft decided. Spans are encoded to OTLP
-// straight from weft's model (spanEncoder) and sent with the
+// timestamps and parentage weft decided. Spans are encoded to OTLP wire
+// bytes straight from weft's model (spanEncoder) and sent with the
 // OpenTelemetry exporters' clients, which keep the OTEL_EXPORTER_OTLP_*
 // configuration, TLS, headers, compression and retries.
 type OTLP struct {

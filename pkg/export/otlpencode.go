@@ -3,6 +3,7 @@ package export
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -15,6 +16,9 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/weftdev/weft/pkg/spans"
 )
@@ -26,10 +30,6 @@ const ScopeName = "github.com/weftdev/weft"
 // process cache of procinfo, as resources are per process.
 const maxResources = 4096
 
-// maxSpanAttrs is the most attributes spanAttributes gives a span (22),
-// with room: the encoder's arenas are sized by it.
-const maxSpanAttrs = 24
-
 // queued is a span waiting for export, a copy (the caller may reuse its
 // span as soon as Export returns), with the resource of its process as it
 // was when the span ended.
@@ -38,32 +38,36 @@ type queued struct {
 	res  *resource.Resource
 }
 
-// encodedResource is a process's resource in OTLP form, made once.
+// encodedResource is a process's resource in OTLP form, made once: the
+// ResourceSpans fields that precede its scope spans (the resource) and
+// follow them (its schema URL), already encoded.
 type encodedResource struct {
-	pb        *resourcepb.Resource
-	schemaURL string
+	head []byte
+	tail []byte
 }
 
 // spanEncoder builds the OTLP request for a batch of weft spans straight
-// from them: no SDK span, tracer or processor per span. Its arenas are
-// reused batch after batch, so that a batch allocates little beyond its
-// resource groups. Not safe for concurrent use: the queue's worker owns it.
+// from them, as protobuf wire bytes (protowire): no SDK span, tracer or
+// processor per span, and no generic marshalling of the ~25 messages a
+// span is made of. Each resource's group is handed to the OTLP client as
+// a tracepb.ResourceSpans whose fields are all carried as that message's
+// unknown fields, which protobuf marshals as they are: the client keeps
+// its configuration, retries and partial-success handling, and the bytes
+// on the wire are weft's. Its buffers are reused batch after batch. Not
+// safe for concurrent use: the queue's worker owns it.
 type spanEncoder struct {
 	env       *resource.Resource // weft's own OTEL_RESOURCE_ATTRIBUTES, under every process's
-	scope     *commonpb.InstrumentationScope
+	scope     []byte             // the ScopeSpans fields before its spans
 	resources *lru.Cache[attribute.Distinct, *encodedResource]
 
-	attrs    []attribute.KeyValue
-	spans    []tracepb.Span
-	statuses []tracepb.Status
-	ids      []byte
-	kvs      []commonpb.KeyValue
-	kvPtrs   []*commonpb.KeyValue
-	vals     []commonpb.AnyValue
-	strs     []commonpb.AnyValue_StringValue
-	ints     []commonpb.AnyValue_IntValue
-	groups   map[*encodedResource]*tracepb.ScopeSpans
-	out      []*tracepb.ResourceSpans
+	attrs  []attribute.KeyValue
+	order  []*encodedResource
+	groups map[*encodedResource][]int // batch indexes, in batch order
+	span   []byte                     // one span's message
+	spansB []byte                     // one group's spans, each with its tag
+	wire   []byte                     // every group's ResourceSpans fields
+	rs     []tracepb.ResourceSpans
+	out    []*tracepb.ResourceSpans
 }
 
 func newSpanEncoder(version string) (*spanEncoder, error) {
@@ -71,51 +75,101 @@ func newSpanEncoder(version string) (*spanEncoder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create resource cache: %w", err)
 	}
+	scope, err := proto.Marshal(&commonpb.InstrumentationScope{Name: ScopeName, Version: version})
+	if err != nil {
+		return nil, fmt.Errorf("encode instrumentation scope: %w", err)
+	}
 	return &spanEncoder{
 		env:       resource.Environment(),
-		scope:     &commonpb.InstrumentationScope{Name: ScopeName, Version: version},
+		scope:     protowire.AppendBytes(protowire.AppendTag(nil, fieldScopeSpansScope, protowire.BytesType), scope),
 		resources: cache,
-		groups:    map[*encodedResource]*tracepb.ScopeSpans{},
+		groups:    map[*encodedResource][]int{},
 	}, nil
 }
+
+// Field numbers of opentelemetry/proto/trace/v1/trace.proto and
+// common/v1/common.proto.
+const (
+	fieldResourceSpansResource   protowire.Number = 1
+	fieldResourceSpansScopeSpans protowire.Number = 2
+	fieldResourceSpansSchemaURL  protowire.Number = 3
+	fieldScopeSpansScope         protowire.Number = 1
+	fieldScopeSpansSpans         protowire.Number = 2
+	fieldScopeSpansSchemaURL     protowire.Number = 3
+	fieldSpanTraceID             protowire.Number = 1
+	fieldSpanSpanID              protowire.Number = 2
+	fieldSpanParentSpanID        protowire.Number = 4
+	fieldSpanName                protowire.Number = 5
+	fieldSpanKind                protowire.Number = 6
+	fieldSpanStart               protowire.Number = 7
+	fieldSpanEnd                 protowire.Number = 8
+	fieldSpanAttributes          protowire.Number = 9
+	fieldSpanStatus              protowire.Number = 15
+	fieldSpanFlags               protowire.Number = 16
+	fieldStatusMessage           protowire.Number = 2
+	fieldStatusCode              protowire.Number = 3
+	fieldKeyValueKey             protowire.Number = 1
+	fieldKeyValueValue           protowire.Number = 2
+	fieldAnyValueString          protowire.Number = 1
+	fieldAnyValueBool            protowire.Number = 2
+	fieldAnyValueInt             protowire.Number = 3
+	fieldAnyValueDouble          protowire.Number = 4
+)
 
 // encode returns the batch as OTLP resource spans, valid until the next
 // call. A resource's spans keep their order in the batch.
 func (e *spanEncoder) encode(batch []queued) []*tracepb.ResourceSpans {
-	e.reset(len(batch))
-	clear(e.groups)
-	e.out = e.out[:0]
+	e.order = e.order[:0]
+	for r, idx := range e.groups {
+		e.groups[r] = idx[:0]
+	}
 	for i := range batch {
 		r := e.resource(batch[i].res)
-		ss, ok := e.groups[r]
-		if !ok {
-			ss = &tracepb.ScopeSpans{Scope: e.scope, SchemaUrl: semconv.SchemaURL}
-			e.groups[r] = ss
-			e.out = append(e.out, &tracepb.ResourceSpans{
-				Resource:   r.pb,
-				ScopeSpans: []*tracepb.ScopeSpans{ss},
-				SchemaUrl:  r.schemaURL,
-			})
+		idx, seen := e.groups[r]
+		if !seen || len(idx) == 0 {
+			e.order = append(e.order, r)
 		}
-		ss.Spans = append(ss.Spans, e.span(i, &batch[i].span))
+		e.groups[r] = append(idx, i)
+	}
+	// Groups of resources gone from the cache would pile up.
+	if len(e.groups) > 2*maxResources {
+		for r, idx := range e.groups {
+			if len(idx) == 0 {
+				delete(e.groups, r)
+			}
+		}
+	}
+	e.wire = e.wire[:0]
+	bounds := make([]int, 0, len(e.order)+1)
+	for _, r := range e.order {
+		bounds = append(bounds, len(e.wire))
+		e.spansB = e.spansB[:0]
+		for _, i := range e.groups[r] {
+			e.span = e.appendSpan(e.span[:0], &batch[i].span)
+			e.spansB = protowire.AppendTag(e.spansB, fieldScopeSpansSpans, protowire.BytesType)
+			e.spansB = protowire.AppendBytes(e.spansB, e.span)
+		}
+		e.wire = append(e.wire, r.head...)
+		e.wire = protowire.AppendTag(e.wire, fieldResourceSpansScopeSpans, protowire.BytesType)
+		schema := len(semconv.SchemaURL)
+		e.wire = protowire.AppendVarint(e.wire, uint64(len(e.scope)+len(e.spansB)+protowire.SizeTag(fieldScopeSpansSchemaURL)+protowire.SizeBytes(schema)))
+		e.wire = append(e.wire, e.scope...)
+		e.wire = append(e.wire, e.spansB...)
+		e.wire = protowire.AppendString(protowire.AppendTag(e.wire, fieldScopeSpansSchemaURL, protowire.BytesType), semconv.SchemaURL)
+		e.wire = append(e.wire, r.tail...)
+	}
+	bounds = append(bounds, len(e.wire))
+	if cap(e.rs) < len(e.order) {
+		e.rs = make([]tracepb.ResourceSpans, len(e.order))
+	}
+	e.out = e.out[:0]
+	for k := range e.order {
+		rs := &e.rs[k]
+		rs.Reset()
+		rs.ProtoReflect().SetUnknown(protoreflect.RawFields(e.wire[bounds[k]:bounds[k+1]:bounds[k+1]]))
+		e.out = append(e.out, rs)
 	}
 	return e.out
-}
-
-// reset sizes the arenas for n spans. Nothing handed out by the last
-// batch is used any more; the arenas are never grown mid-batch, which
-// would move what was handed out.
-func (e *spanEncoder) reset(n int) {
-	if cap(e.spans) < n {
-		e.spans = make([]tracepb.Span, n)
-		e.statuses = make([]tracepb.Status, n)
-		e.ids = make([]byte, n*32)
-		e.kvs = make([]commonpb.KeyValue, n*maxSpanAttrs)
-		e.kvPtrs = make([]*commonpb.KeyValue, n*maxSpanAttrs)
-		e.vals = make([]commonpb.AnyValue, n*maxSpanAttrs)
-		e.strs = make([]commonpb.AnyValue_StringValue, n*maxSpanAttrs)
-		e.ints = make([]commonpb.AnyValue_IntValue, n*maxSpanAttrs)
-	}
 }
 
 // resource is res merged over weft's own environment's resource, as the
@@ -130,26 +184,28 @@ func (e *spanEncoder) resource(res *resource.Resource) *encodedResource {
 	}
 	// On a schema conflict Merge still returns the merged attributes.
 	merged, _ := resource.Merge(e.env, res)
-	r := &encodedResource{
-		pb:        &resourcepb.Resource{Attributes: keyValues(merged.Attributes())},
-		schemaURL: merged.SchemaURL(),
+	pb, err := proto.Marshal(&resourcepb.Resource{Attributes: keyValues(merged.Attributes())})
+	if err != nil { // cannot happen for these messages: valid UTF-8 is checked by attribute values' makers
+		pb = nil
+	}
+	r := &encodedResource{head: protowire.AppendBytes(protowire.AppendTag(nil, fieldResourceSpansResource, protowire.BytesType), pb)}
+	if url := merged.SchemaURL(); url != "" {
+		r.tail = protowire.AppendString(protowire.AppendTag(nil, fieldResourceSpansSchemaURL, protowire.BytesType), url)
 	}
 	e.resources.Add(key, r)
 	return r
 }
 
-// span encodes s as the i-th span of the batch.
-func (e *spanEncoder) span(i int, s *spans.Span) *tracepb.Span {
-	ids := e.ids[i*32 : i*32+32 : i*32+32]
-	tid, sid, pid := ids[:16:16], ids[16:24:24], ids[24:32:32]
-	copy(tid, s.TraceID[:])
-	copy(sid, s.SpanID[:])
-	if !s.TraceID.IsValid() { // never from the correlator: exported, not lost
+// appendSpan appends span s as an OTLP Span message, fields in number
+// order as protobuf marshals them.
+func (e *spanEncoder) appendSpan(b []byte, s *spans.Span) []byte {
+	tid, sid := s.TraceID, s.SpanID
+	if !tid.IsValid() { // never from the correlator: exported, not lost
 		binary.BigEndian.PutUint64(tid[:8], rand.Uint64())
 		binary.BigEndian.PutUint64(tid[8:], rand.Uint64()|1)
 	}
-	if !s.SpanID.IsValid() {
-		binary.BigEndian.PutUint64(sid, rand.Uint64()|1)
+	if !sid.IsValid() {
+		binary.BigEndian.PutUint64(sid[:], rand.Uint64()|1)
 	}
 	// Flags as the SDK's always-on sampler set them: the parent's trace
 	// flags with sampled, or sampled alone for a root.
@@ -161,61 +217,68 @@ func (e *spanEncoder) span(i int, s *spans.Span) *tracepb.Span {
 	if s.ParentID.IsValid() && s.ParentRemote {
 		flags |= uint32(tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK)
 	}
-	st := &e.statuses[i]
-	*st = tracepb.Status{}
-	if code, desc := spanStatus(s); code == codes.Error {
-		*st = tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR, Message: desc}
-	}
-	e.attrs = spanAttributes(s, e.attrs[:0])
-	sp := &e.spans[i]
-	*sp = tracepb.Span{
-		TraceId:           tid,
-		SpanId:            sid,
-		Flags:             flags,
-		Name:              spanName(s),
-		Kind:              otlpKind(s.Kind),
-		StartTimeUnixNano: unixNano(s.Start),
-		EndTimeUnixNano:   unixNano(s.End),
-		Attributes:        e.spanAttrs(i, e.attrs),
-		Status:            st,
-	}
+	b = protowire.AppendBytes(protowire.AppendTag(b, fieldSpanTraceID, protowire.BytesType), tid[:])
+	b = protowire.AppendBytes(protowire.AppendTag(b, fieldSpanSpanID, protowire.BytesType), sid[:])
 	if s.ParentID.IsValid() {
-		copy(pid, s.ParentID[:])
-		sp.ParentSpanId = pid
+		b = protowire.AppendBytes(protowire.AppendTag(b, fieldSpanParentSpanID, protowire.BytesType), s.ParentID[:])
 	}
-	return sp
+	b = protowire.AppendString(protowire.AppendTag(b, fieldSpanName, protowire.BytesType), spanName(s))
+	b = protowire.AppendVarint(protowire.AppendTag(b, fieldSpanKind, protowire.VarintType), uint64(otlpKind(s.Kind)))
+	b = protowire.AppendFixed64(protowire.AppendTag(b, fieldSpanStart, protowire.Fixed64Type), unixNano(s.Start))
+	b = protowire.AppendFixed64(protowire.AppendTag(b, fieldSpanEnd, protowire.Fixed64Type), unixNano(s.End))
+	e.attrs = spanAttributes(s, e.attrs[:0])
+	for _, a := range e.attrs {
+		b = protowire.AppendTag(b, fieldSpanAttributes, protowire.BytesType)
+		b = appendKeyValue(b, a)
+	}
+	// The status message is always present, empty or not, as the SDK's
+	// exporter sent it.
+	b = protowire.AppendTag(b, fieldSpanStatus, protowire.BytesType)
+	if code, desc := spanStatus(s); code == codes.Error {
+		size := protowire.SizeTag(fieldStatusMessage) + protowire.SizeBytes(len(desc)) + protowire.SizeTag(fieldStatusCode) + 1
+		if desc == "" {
+			size = protowire.SizeTag(fieldStatusCode) + 1
+		}
+		b = protowire.AppendVarint(b, uint64(size))
+		if desc != "" {
+			b = protowire.AppendString(protowire.AppendTag(b, fieldStatusMessage, protowire.BytesType), desc)
+		}
+		b = protowire.AppendVarint(protowire.AppendTag(b, fieldStatusCode, protowire.VarintType), uint64(tracepb.Status_STATUS_CODE_ERROR))
+	} else {
+		b = protowire.AppendVarint(b, 0)
+	}
+	return protowire.AppendFixed32(protowire.AppendTag(b, fieldSpanFlags, protowire.Fixed32Type), flags)
 }
 
-// spanAttrs encodes the i-th span's attributes into its share of the
-// arenas; any beyond it, or of types weft's spans do not use, go to the
-// heap.
-func (e *spanEncoder) spanAttrs(i int, attrs []attribute.KeyValue) []*commonpb.KeyValue {
-	base := i * maxSpanAttrs
-	ptrs := e.kvPtrs[base : base : base+maxSpanAttrs]
-	for j, a := range attrs {
-		if j >= maxSpanAttrs {
-			ptrs = append(ptrs, keyValue(a))
-			continue
-		}
-		k := base + j
-		v := &e.vals[k]
-		switch a.Value.Type() {
-		case attribute.STRING:
-			e.strs[k] = commonpb.AnyValue_StringValue{StringValue: a.Value.AsString()}
-			*v = commonpb.AnyValue{Value: &e.strs[k]}
-		case attribute.INT64:
-			e.ints[k] = commonpb.AnyValue_IntValue{IntValue: a.Value.AsInt64()}
-			*v = commonpb.AnyValue{Value: &e.ints[k]}
-		default:
-			v = anyValue(a.Value)
-		}
-		e.kvs[k] = commonpb.KeyValue{Key: string(a.Key), Value: v}
-		ptrs = append(ptrs, &e.kvs[k])
+// appendKeyValue appends attribute a as a length-prefixed KeyValue
+// message; the value types weft's spans use are written by hand, others
+// (none today) through protobuf.
+func appendKeyValue(b []byte, a attribute.KeyValue) []byte {
+	key := string(a.Key)
+	var val []byte
+	var scratch [16]byte // a tag and a varint or fixed64
+	switch a.Value.Type() {
+	case attribute.STRING:
+		str := a.Value.AsString()
+		vsize := protowire.SizeTag(fieldAnyValueString) + protowire.SizeBytes(len(str))
+		size := protowire.SizeTag(fieldKeyValueKey) + protowire.SizeBytes(len(key)) + protowire.SizeTag(fieldKeyValueValue) + protowire.SizeBytes(vsize)
+		b = protowire.AppendVarint(b, uint64(size))
+		b = protowire.AppendString(protowire.AppendTag(b, fieldKeyValueKey, protowire.BytesType), key)
+		b = protowire.AppendVarint(protowire.AppendTag(b, fieldKeyValueValue, protowire.BytesType), uint64(vsize))
+		return protowire.AppendString(protowire.AppendTag(b, fieldAnyValueString, protowire.BytesType), str)
+	case attribute.INT64:
+		val = protowire.AppendVarint(protowire.AppendTag(scratch[:0], fieldAnyValueInt, protowire.VarintType), uint64(a.Value.AsInt64()))
+	case attribute.BOOL:
+		val = protowire.AppendVarint(protowire.AppendTag(scratch[:0], fieldAnyValueBool, protowire.VarintType), protowire.EncodeBool(a.Value.AsBool()))
+	case attribute.FLOAT64:
+		val = protowire.AppendFixed64(protowire.AppendTag(scratch[:0], fieldAnyValueDouble, protowire.Fixed64Type), math.Float64bits(a.Value.AsFloat64()))
+	default:
+		val, _ = proto.Marshal(anyValue(a.Value))
 	}
-	if len(ptrs) == 0 {
-		return nil
-	}
-	return ptrs
+	size := protowire.SizeTag(fieldKeyValueKey) + protowire.SizeBytes(len(key)) + protowire.SizeTag(fieldKeyValueValue) + protowire.SizeBytes(len(val))
+	b = protowire.AppendVarint(b, uint64(size))
+	b = protowire.AppendString(protowire.AppendTag(b, fieldKeyValueKey, protowire.BytesType), key)
+	return protowire.AppendBytes(protowire.AppendTag(b, fieldKeyValueValue, protowire.BytesType), val)
 }
 
 func otlpKind(k spans.Kind) tracepb.Span_SpanKind {
