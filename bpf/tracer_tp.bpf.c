@@ -179,16 +179,6 @@ int weft_enter_ioctl(struct trace_event_raw_sys_enter *ctx)
 SEC("sk_msg")
 int weft_inject_sock(struct sk_msg_md *msg) { return inject(msg, true); }
 
-/* x86-64 system call numbers of the calls whose buffers are known. */
-#define NR_READ 0
-#define NR_WRITE 1
-#define NR_READV 19
-#define NR_WRITEV 20
-#define NR_SENDTO 44
-#define NR_RECVFROM 45
-#define NR_SENDMSG 46
-#define NR_RECVMSG 47
-
 #define PF_IO_WORKER 0x00000010
 #define PF_KTHREAD 0x00200000
 #define ENOTCONN 107

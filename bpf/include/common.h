@@ -24,6 +24,17 @@
 #define TCP_CLOSE 7
 #define MAX_IOVS 8
 
+/* x86-64 system call numbers of the socket calls whose buffers weft
+ * reads from their registers (the socket-only tracepoint path). */
+#define NR_READ 0
+#define NR_WRITE 1
+#define NR_READV 19
+#define NR_WRITEV 20
+#define NR_SENDTO 44
+#define NR_RECVFROM 45
+#define NR_SENDMSG 46
+#define NR_RECVMSG 47
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Referenced so that the enums reach BTF and bpf2go emits them for Go. */

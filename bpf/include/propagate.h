@@ -495,6 +495,18 @@ static __always_inline bool claim_by_thread(__u64 pid_tgid)
 	return bpf_map_update_elem(&send_claims, &pid_tgid, &one, BPF_NOEXIST) == 0;
 }
 
+/* The send in progress is one of the system calls whose bytes the
+ * socket path captures (so that the request it injects into is also
+ * reported): write, writev, sendto, sendmsg. */
+static __always_inline bool send_call(void)
+{
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	if (!r)
+		return false;
+	long nr = r->orig_ax;
+	return nr == NR_WRITE || nr == NR_WRITEV || nr == NR_SENDTO || nr == NR_SENDMSG;
+}
+
 /* The sending goroutine of a Go program, read from the user registers
  * where sk_msg may read them (the socket path), into buf; 0 otherwise,
  * and the ids noted at the send's entry are used. */
@@ -523,6 +535,8 @@ static __always_inline int inject(struct sk_msg_md *msg, bool regs)
 		release_conn(sk, VERDICT_UNTRACED);
 		return SK_PASS;
 	}
+	if (regs && !send_call())
+		return SK_PASS; /* sendfile, splice: bytes weft neither reads nor writes into */
 	if (!(regs ? claim_by_thread(pid_tgid) : claim_send_start(pid_tgid)))
 		return SK_PASS; /* a later chunk of one large send */
 	__u32 size = msg->size;
