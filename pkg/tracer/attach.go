@@ -7,74 +7,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
-
-	"github.com/weftdev/weft/pkg/kernel"
 )
-
-// propagationPrograms inject traceparent; they are loaded only when
-// propagation is on (the tcp_bpf_sendmsg probes capture sends on the
-// sockets that injection moves into the sockhash).
-var propagationPrograms = map[string]bool{
-	"weft_sockops":             true,
-	"weft_sockops_any":         true,
-	"weft_inject":              true,
-	"weft_inject_sock":         true,
-	"weft_tcp_bpf_sendmsg":     true,
-	"weft_tcp_bpf_sendmsg_ret": true,
-}
-
-// socketPathPrograms are the tracepoint object's programs of the socket
-// path (kernel.PathTracepoint); those of the syscall path
-// (kernel.PathSyscalls) are its syscall tracepoints, the classic sock
-// tracepoints and the sk_msg program that reads what syscall entry noted.
-var socketPathPrograms = map[string]bool{
-	"weft_sock_sent":     true,
-	"weft_sock_received": true,
-	"weft_inject_sock":   true,
-}
-
-var syscallPathPrograms = map[string]bool{
-	"weft_sock_send": true,
-	"weft_sock_recv": true,
-	"weft_inject":    true,
-}
-
-// ioctlPrograms read OBI's ioctl packets (Options.IoctlPackets).
-var ioctlPrograms = map[string]bool{
-	"weft_enter_ioctl": true,
-	"weft_sys_ioctl":   true,
-}
-
-// onPath reports whether a tracepoint-object program belongs to path p.
-func onPath(p kernel.Path, name, section string) bool {
-	if p != kernel.PathTracepoint && p != kernel.PathSyscalls {
-		return true
-	}
-	syscall := syscallPathPrograms[name] || (strings.HasPrefix(section, "tracepoint/syscalls/") && !ioctlPrograms[name])
-	if p == kernel.PathTracepoint {
-		return !syscall
-	}
-	return !socketPathPrograms[name]
-}
-
-// runtimeHook reports whether a program of this ELF section is one of the
-// runtimes' uprobes, loaded only with runtime hooks on.
-func runtimeHook(section string) bool {
-	kind, _, _ := strings.Cut(section, "/")
-	return kind == "uprobe" || kind == "uretprobe"
-}
-
-// dropDisabled removes from spec the programs of features opts leaves
-// off, and those of the other tracepoint path, so that the verifier
-// spends no time on them and none of them can run.
-func dropDisabled(spec *ebpf.CollectionSpec, opts Options) {
-	for name, p := range spec.Programs {
-		if (!opts.Propagation && propagationPrograms[name]) || (!opts.RuntimeHooks && runtimeHook(p.SectionName)) ||
-			(!opts.IoctlPackets && ioctlPrograms[name]) || !onPath(opts.Path, name, p.SectionName) {
-			delete(spec.Programs, name)
-		}
-	}
-}
 
 // attachesAtOpen reports whether Open attaches a program of this ELF
 // section. perf_event programs (the stack sampler) attach only while
@@ -87,8 +20,8 @@ func attachesAtOpen(section string) bool {
 
 // attachTarget is what some program types attach to.
 type attachTarget struct {
-	cgroup string           // cgroup v2 directory for sockops
-	coll   *ebpf.Collection // for sk_msg: the sockhash it runs on
+	cgroup   string    // cgroup v2 directory for sockops
+	sockhash *ebpf.Map // for sk_msg: the sockhash it runs on
 }
 
 // attach picks the link type from the program's ELF section name, so the
@@ -111,7 +44,7 @@ func attach(section string, prog *ebpf.Program, tgt attachTarget) (io.Closer, er
 	case "sockops":
 		return link.AttachCgroup(link.CgroupOptions{Path: tgt.cgroup, Attach: ebpf.AttachCGroupSockOps, Program: prog})
 	case "sk_msg":
-		return attachSkMsg(prog, tgt.coll.Maps["client_socks"])
+		return attachSkMsg(prog, tgt.sockhash)
 	}
 	return nil, fmt.Errorf("no attach rule for section %q", section)
 }
@@ -137,4 +70,31 @@ func attachSkMsg(prog *ebpf.Program, sockhash *ebpf.Map) (io.Closer, error) {
 
 func (a *skMsgAttachment) Close() error {
 	return link.RawDetachProgram(link.RawDetachProgramOptions(a.opts))
+}
+
+// attachAtOpen attaches, in the hook table's order, the loaded programs
+// that attach at Open. An optional hook the kernel refuses is logged with
+// what weft goes without; a required one fails Open.
+func (t *Tracer) attachAtOpen(spec *ebpf.CollectionSpec, tgt attachTarget) error {
+	for _, h := range hooks {
+		prog, ok := t.coll.Programs[h.prog]
+		if !ok {
+			continue
+		}
+		section := spec.Programs[h.prog].SectionName
+		if !attachesAtOpen(section) {
+			continue
+		}
+		l, err := attach(section, prog, tgt)
+		if err != nil {
+			if !h.optional() {
+				return fmt.Errorf("attach %s (%s): %w", h.prog, section, err)
+			}
+			t.log.Warn("optional hook not attached", "program", h.prog, "section", section, "err", err, "lost", h.lost)
+			t.unattached = append(t.unattached, h.prog)
+			continue
+		}
+		t.links = append(t.links, l)
+	}
+	return nil
 }

@@ -27,17 +27,16 @@ func TestLoadAllPaths(t *testing.T) {
 	}
 }
 
-// A feature left off loads none of its programs: with propagation,
-// runtime hooks and ioctl packets off, no sockops, sk_msg, uprobe or ioctl
-// program is in the kernel, and everything else is.
+// A feature left off loads none of its programs, and a program of
+// another path is never loaded: with propagation, runtime hooks, ioctl
+// packets and cgroup selection off, no sockops, sk_msg, uprobe, ioctl or
+// cgroup-move program is in the kernel, and everything else the path
+// declares is.
 func TestLoadOnlyEnabled(t *testing.T) {
 	testenv.RequirePrivileged(t)
 	for _, p := range kernel.Paths {
-		spec, err := Spec(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		all, err := Load(Options{Path: p, CaptureBytes: 256, SelfPID: uint32(os.Getpid()), Propagation: true, RuntimeHooks: true, IoctlPackets: true})
+		all, err := Load(Options{Path: p, CaptureBytes: 256, SelfPID: uint32(os.Getpid()), Propagation: true, RuntimeHooks: true, IoctlPackets: true,
+			Cgroups: []Cgroup{{ID: 1, Level: 0}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,26 +45,63 @@ func TestLoadOnlyEnabled(t *testing.T) {
 			t.Fatal(err)
 		}
 		dropped := 0
-		for name := range all.Programs {
-			sec := spec.Programs[name].SectionName
-			off := propagationPrograms[name] || runtimeHook(sec) || ioctlPrograms[name]
-			if _, loaded := lean.Programs[name]; loaded == off {
-				t.Errorf("%s: %s (%s) loaded=%v with propagation and runtime hooks off", p, name, sec, loaded)
+		for _, h := range hooks {
+			if h.prog == "weft_sockops_any" || h.prog == "weft_sockops" {
+				continue // one of the two, by the kernel (dropSockopsVariant)
 			}
-			if off {
+			_, inAll := all.Programs[h.prog]
+			_, inLean := lean.Programs[h.prog]
+			if inAll != h.paths.has(p) {
+				t.Errorf("%s: %s loaded=%v with every feature on", p, h.prog, inAll)
+			}
+			if want := h.paths.has(p) && h.feature == always; inLean != want {
+				t.Errorf("%s: %s loaded=%v with every feature off", p, h.prog, inLean)
+			}
+			if inAll && !inLean {
 				dropped++
 			}
 		}
-		if dropped < 5 { // the sockops, sk_msg and at least the Go uprobes
+		if dropped < 5 { // sk_msg, cgroup move and at least the Go uprobes
 			t.Errorf("%s: only %d programs belong to the features left off", p, dropped)
-		}
-		for name := range all.Programs {
-			if !onPath(p, name, spec.Programs[name].SectionName) {
-				t.Errorf("%s: %s of another path was loaded", p, name)
-			}
 		}
 		all.Close()
 		lean.Close()
+	}
+}
+
+// The hook table declares exactly the programs of both objects: each
+// object's programs are declared for its paths, and every declared
+// program is in the object of each path it names.
+func TestHooksDeclareEveryProgram(t *testing.T) {
+	for _, p := range kernel.Paths {
+		spec, err := Spec(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name := range spec.Programs {
+			h, ok := hookIndex[name]
+			if !ok {
+				t.Errorf("%s: program %s is not in the hook table", p, name)
+				continue
+			}
+			// The tracepoint object serves two paths: each of its programs
+			// is declared for one of them at least.
+			object := onKprobe
+			if p != kernel.PathKprobe {
+				object = onTracepoint | onSyscalls
+			}
+			if h.paths&object == 0 {
+				t.Errorf("%s: %s is in the object but declared for none of its paths", p, name)
+			}
+		}
+		for _, h := range hooks {
+			if h.paths.has(p) && spec.Programs[h.prog] == nil {
+				t.Errorf("%s: declared %s is not in the object", p, h.prog)
+			}
+		}
+	}
+	if len(hookIndex) != len(hooks) {
+		t.Errorf("the hook table declares a program twice")
 	}
 }
 
@@ -76,20 +112,21 @@ func TestLoadRejectsBadCapture(t *testing.T) {
 }
 
 // The socket path's programs, whatever is enabled, hook no system call:
-// a syscall tracepoint would slow every task on the host.
+// a syscall tracepoint would slow every task on the host. Only OBI's
+// ioctl packets, when configured, take one.
 func TestSocketPathHooksNoSyscall(t *testing.T) {
 	spec, err := Spec(kernel.PathTracepoint)
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
-	for name, p := range spec.Programs {
-		if !onPath(kernel.PathTracepoint, name, p.SectionName) || ioctlPrograms[name] {
+	for _, h := range hooks {
+		if !h.paths.has(kernel.PathTracepoint) || h.feature == ioctlPackets {
 			continue
 		}
-		seen[name] = true
-		if strings.HasPrefix(p.SectionName, "tracepoint/syscalls/") {
-			t.Errorf("%s attaches to %s on the socket path", name, p.SectionName)
+		seen[h.prog] = true
+		if sec := spec.Programs[h.prog].SectionName; strings.HasPrefix(sec, "tracepoint/syscalls/") {
+			t.Errorf("%s attaches to %s on the socket path", h.prog, sec)
 		}
 	}
 	for _, want := range []string{"weft_sock_sent", "weft_sock_received", "weft_inject_sock"} {

@@ -38,26 +38,27 @@ func isNginx(path string) bool {
 
 // attachNginx puts the upstream hooks on process pid only. C code keeps
 // its stack, so uretprobes are safe here.
-func attachNginx(coll *ebpf.Collection, pid int) (io.Closer, error) {
+func attachNginx(progs *runtimePrograms, pid int) (io.Closer, error) {
 	ex, err := link.OpenExecutable("/proc/" + strconv.Itoa(pid) + "/exe")
 	if err != nil {
 		return nil, fmt.Errorf("open executable: %w", err)
 	}
 	var hooks hookLinks
 	for _, p := range []struct {
-		sym, prog string
-		ret       bool
+		sym  string
+		prog *ebpf.Program
+		ret  bool
 	}{
-		{ngxUpstreamInit, "weft_ngx_upstream_init", false},
-		{ngxUpstreamInit, "weft_ngx_upstream_init_ret", true},
-		{ngxConnectPeer, "weft_ngx_connect_peer", false},
-		{ngxConnectPeer, "weft_ngx_connect_peer_ret", true},
+		{ngxUpstreamInit, progs.NgxUpstreamInit, false},
+		{ngxUpstreamInit, progs.NgxUpstreamInitRet, true},
+		{ngxConnectPeer, progs.NgxConnectPeer, false},
+		{ngxConnectPeer, progs.NgxConnectPeerRet, true},
 	} {
 		attach := ex.Uprobe
 		if p.ret {
 			attach = ex.Uretprobe
 		}
-		l, err := attach(p.sym, coll.Programs[p.prog], &link.UprobeOptions{PID: pid})
+		l, err := attach(p.sym, p.prog, &link.UprobeOptions{PID: pid})
 		if err != nil {
 			hooks.Close()
 			return nil, fmt.Errorf("uprobe %s: %w", p.sym, err)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 )
 
@@ -59,7 +58,7 @@ func nodeAnnounceFile(pid int) (string, error) {
 }
 
 // attachNode puts the companion's announcement hook on process pid only.
-func attachNode(coll *ebpf.Collection, pid int) (io.Closer, error) {
+func attachNode(progs *runtimePrograms, pid int) (io.Closer, error) {
 	path, err := nodeAnnounceFile(pid)
 	if err != nil {
 		return nil, err
@@ -68,7 +67,7 @@ func attachNode(coll *ebpf.Collection, pid int) (io.Closer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	l, err := ex.Uprobe(nodeAnnounce, coll.Programs["weft_node_announce"], &link.UprobeOptions{PID: pid})
+	l, err := ex.Uprobe(nodeAnnounce, progs.NodeAnnounce, &link.UprobeOptions{PID: pid})
 	if err != nil {
 		return nil, fmt.Errorf("uprobe %s in %s: %w", nodeAnnounce, path, err)
 	}

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 )
 
@@ -77,7 +76,7 @@ func mappedLib(pid int, prefix string) (string, error) {
 
 // attachPython puts the companion's announcement hook on process pid's
 // libc, for that process only.
-func attachPython(coll *ebpf.Collection, pid int) (io.Closer, error) {
+func attachPython(progs *runtimePrograms, pid int) (io.Closer, error) {
 	path, err := mappedLib(pid, libcName)
 	if err != nil {
 		return nil, err
@@ -86,7 +85,7 @@ func attachPython(coll *ebpf.Collection, pid int) (io.Closer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	l, err := ex.Uprobe(pyAnnounce, coll.Programs["weft_libc_announce"], &link.UprobeOptions{PID: pid})
+	l, err := ex.Uprobe(pyAnnounce, progs.LibcAnnounce, &link.UprobeOptions{PID: pid})
 	if err != nil {
 		return nil, fmt.Errorf("uprobe %s in %s: %w", pyAnnounce, path, err)
 	}

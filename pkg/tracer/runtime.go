@@ -58,7 +58,7 @@ func (c Correlation) info() tpProcInfo {
 // hookPlan is what a runtime needs attached to one process, and the mode
 // the process falls back to when it cannot be (hooks off or failing).
 type hookPlan struct {
-	attach   func(coll *ebpf.Collection, pid int) (io.Closer, error)
+	attach   func(progs *runtimePrograms, pid int) (io.Closer, error)
 	fallback Correlation
 }
 
@@ -105,7 +105,7 @@ func Classify(pid int) (Correlation, *hookPlan) {
 	}
 	what += ", runtime.g offsets from " + bin.G.From
 	return Correlation{ModeGo, bin.GoVersion + ": " + what, bin.G}, &hookPlan{
-		attach:   func(coll *ebpf.Collection, pid int) (io.Closer, error) { return attachGo(coll, pid, bin) },
+		attach:   func(progs *runtimePrograms, pid int) (io.Closer, error) { return attachGo(progs, pid, bin) },
 		fallback: Correlation{Mode: ModeRefuse, Reason: bin.GoVersion + ": no goroutine hooks"},
 	}
 }
@@ -123,14 +123,14 @@ func (h hookLinks) Close() error {
 
 // attachGo puts the goroutine hooks on process pid only (a uprobe with a
 // pid traps in no other process running the same binary).
-func attachGo(coll *ebpf.Collection, pid int, bin *goexec.Binary) (io.Closer, error) {
+func attachGo(progs *runtimePrograms, pid int, bin *goexec.Binary) (io.Closer, error) {
 	ex, err := link.OpenExecutable("/proc/" + strconv.Itoa(pid) + "/exe")
 	if err != nil {
 		return nil, fmt.Errorf("open executable: %w", err)
 	}
 	var hooks hookLinks
-	add := func(prog string, fn string, addr uint64) error {
-		l, err := ex.Uprobe(fn, coll.Programs[prog], &link.UprobeOptions{Address: addr, PID: pid})
+	add := func(prog *ebpf.Program, fn string, addr uint64) error {
+		l, err := ex.Uprobe(fn, prog, &link.UprobeOptions{Address: addr, PID: pid})
 		if err != nil {
 			return fmt.Errorf("uprobe %s at %#x: %w", fn, addr, err)
 		}
@@ -139,7 +139,7 @@ func attachGo(coll *ebpf.Collection, pid int, bin *goexec.Binary) (io.Closer, er
 	}
 	np := bin.Funcs[goexec.NewProc1]
 	type probe struct {
-		prog string
+		prog *ebpf.Program
 		fn   string
 		addr uint64
 	}
@@ -147,19 +147,19 @@ func attachGo(coll *ebpf.Collection, pid int, bin *goexec.Binary) (io.Closer, er
 	switch bin.NewProc() {
 	case goexec.HookCasg:
 		for _, a := range np.Casg {
-			probes = append(probes, probe{"weft_go_newproc1_casg", goexec.NewProc1, a})
+			probes = append(probes, probe{progs.GoNewproc1Casg, goexec.NewProc1, a})
 		}
 	case goexec.HookEntryReturn:
-		probes = append(probes, probe{"weft_go_newproc1", goexec.NewProc1, np.Probe})
+		probes = append(probes, probe{progs.GoNewproc1, goexec.NewProc1, np.Probe})
 		fallthrough
 	case goexec.HookReturn:
 		for _, a := range np.Returns {
-			probes = append(probes, probe{"weft_go_newproc1_ret", goexec.NewProc1, a})
+			probes = append(probes, probe{progs.GoNewproc1Ret, goexec.NewProc1, a})
 		}
 	}
 	if bin.NetHTTPClient() {
-		probes = append(probes, probe{"weft_go_roundtrip", goexec.RoundTrip, bin.Funcs[goexec.RoundTrip].Probe},
-			probe{"weft_go_writeloop", goexec.WriteLoop, bin.Funcs[goexec.WriteLoop].Probe})
+		probes = append(probes, probe{progs.GoRoundtrip, goexec.RoundTrip, bin.Funcs[goexec.RoundTrip].Probe},
+			probe{progs.GoWriteloop, goexec.WriteLoop, bin.Funcs[goexec.WriteLoop].Probe})
 	}
 	for _, p := range probes {
 		if err = add(p.prog, p.fn, p.addr); err != nil {
@@ -190,7 +190,7 @@ func (t *Tracer) setupRuntime(pid uint32) Correlation {
 		c = plan.fallback
 		c.Reason += " (runtime_hooks off)"
 	default:
-		if h, err := plan.attach(t.coll, int(pid)); err != nil {
+		if h, err := plan.attach(&t.rt, int(pid)); err != nil {
 			c = plan.fallback
 			c.Reason += fmt.Sprintf(" (hooks failed to attach: %v)", err)
 		} else {
@@ -198,10 +198,10 @@ func (t *Tracer) setupRuntime(pid uint32) Correlation {
 		}
 	}
 	var cur tpProcInfo
-	if err := t.coll.Maps["proc_mode"].Lookup(pid, &cur); err == nil && Mode(cur.Mode) == ModeAgent {
+	if err := t.objs.ProcMode.Lookup(pid, &cur); err == nil && Mode(cur.Mode) == ModeAgent {
 		// It speaks the mount protocol: the ids its agent mounts rule.
 		c = Correlation{Mode: ModeAgent, Reason: "an agent mounts request ids on its threads (" + c.Reason + ")"}
-	} else if err := t.coll.Maps["proc_mode"].Put(pid, c.info()); err != nil {
+	} else if err := t.objs.ProcMode.Put(pid, c.info()); err != nil {
 		t.log.Warn("cannot set a process's correlation", "pid", pid, "err", err)
 		c = Correlation{Mode: ModeUnknown, Reason: fmt.Sprintf("proc_mode map: %v", err)}
 	}
@@ -218,7 +218,7 @@ func (t *Tracer) setupRuntime(pid uint32) Correlation {
 // mode of (selected by "every process", or forked before it exec'd).
 func (t *Tracer) EnsureClassified(pid uint32) {
 	var cur tpProcInfo
-	if err := t.coll.Maps["proc_mode"].Lookup(pid, &cur); err == nil && Mode(cur.Mode) != ModeUnknown {
+	if err := t.objs.ProcMode.Lookup(pid, &cur); err == nil && Mode(cur.Mode) != ModeUnknown {
 		return
 	}
 	t.setupRuntime(pid)
@@ -229,7 +229,7 @@ func (t *Tracer) EnsureClassified(pid uint32) {
 func (t *Tracer) ProcessExeced(pid uint32) {
 	t.ProcessGone(pid)
 	var v uint32
-	if err := t.coll.Maps["pid_filter"].Lookup(pid, &v); err == nil && (v == pidTraced || v == pidTracedByCgroup) {
+	if err := t.objs.PidFilter.Lookup(pid, &v); err == nil && (v == pidTraced || v == pidTracedByCgroup) {
 		t.setupRuntime(pid)
 	}
 }

@@ -30,9 +30,6 @@ const DefaultSampleFrequency = 19
 const MaxStackDepth = 127
 
 const (
-	sampleProgram = "weft_sample"
-	samplesMap    = "samples"
-	samplesBegun  = "samples_begun"
 	// The BPF side wakes the reader for each sample it finds caught up;
 	// Read also looks at the ring this often, should a wake-up be missed.
 	samplePoll = time.Second
@@ -162,25 +159,18 @@ func (t *Tracer) StartSampling(opts SamplingOptions) (*Sampler, error) {
 	if check <= 0 {
 		check = defaultCPUCheck
 	}
-	prog := t.coll.Programs[sampleProgram]
-	if prog == nil {
-		return nil, fmt.Errorf("program %s missing from %s objects", sampleProgram, t.path)
-	}
+	prog := t.objs.Sample
 
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.sampler != nil {
 		return nil, errors.New("sampling is already running")
 	}
-	begunMap := t.coll.Maps[samplesBegun]
-	if begunMap == nil {
-		return nil, fmt.Errorf("map %s missing from %s objects", samplesBegun, t.path)
-	}
-	begun, err := begunMap.Memory()
+	begun, err := t.objs.SamplesBegun.Memory()
 	if err != nil {
-		return nil, fmt.Errorf("map %s memory: %w", samplesBegun, err)
+		return nil, fmt.Errorf("samples_begun memory: %w", err)
 	}
-	reader, err := ringbuf.NewReader(t.coll.Maps[samplesMap])
+	reader, err := ringbuf.NewReader(t.objs.Samples)
 	if err != nil {
 		return nil, fmt.Errorf("open samples ring buffer: %w", err)
 	}

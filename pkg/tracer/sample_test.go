@@ -133,15 +133,15 @@ func TestTracesCtxAndSamplerSpecs(t *testing.T) {
 		if int(unsafe.Sizeof(TracesCtxValue{})) != int(m.ValueSize) {
 			t.Errorf("TracesCtxValue is %d bytes, map value %d", unsafe.Sizeof(TracesCtxValue{}), m.ValueSize)
 		}
-		prog := spec.Programs[sampleProgram]
+		prog := spec.Programs["weft_sample"]
 		if prog == nil || prog.Type != ebpf.PerfEvent {
-			t.Fatalf("%s: %s missing or not a perf_event program: %+v", p, sampleProgram, prog)
+			t.Fatalf("%s: %s missing or not a perf_event program: %+v", p, "weft_sample", prog)
 		}
 		if attachesAtOpen(prog.SectionName) {
 			t.Errorf("%s: section %q would attach at Open", p, prog.SectionName)
 		}
-		if r := spec.Maps[samplesMap]; r == nil || r.Type != ebpf.RingBuf {
-			t.Errorf("%s: no %s ring buffer", p, samplesMap)
+		if r := spec.Maps["samples"]; r == nil || r.Type != ebpf.RingBuf {
+			t.Errorf("%s: no samples ring buffer", p)
 		}
 	}
 }
@@ -720,7 +720,7 @@ func TestPinTracesCtx(t *testing.T) {
 	}
 	// What the tracer writes, a reader of the pin sees.
 	v := TracesCtxValue{TraceID: [16]byte{1}, SpanID: [8]byte{2}}
-	if err := tr.coll.Maps[tracesCtxMap].Put(uint64(1)<<32|2, v); err != nil {
+	if err := tr.objs.TracesCtx.Put(uint64(1)<<32|2, v); err != nil {
 		t.Fatal(err)
 	}
 	var got TracesCtxValue
@@ -750,7 +750,7 @@ func TestPinTracesCtx(t *testing.T) {
 	}
 	defer theirs.Unpin()
 	tr2 := openTestTracer(t, Options{PinTracesCtx: pin})
-	if err := tr2.coll.Maps[tracesCtxMap].Put(uint64(3)<<32|4, v); err != nil {
+	if err := tr2.objs.TracesCtx.Put(uint64(3)<<32|4, v); err != nil {
 		t.Fatal(err)
 	}
 	if err := theirs.Lookup(uint64(3)<<32|4, &got); err != nil || got != v {

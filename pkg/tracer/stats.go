@@ -39,7 +39,7 @@ func (s Stats) Lost() uint64 { return s.LostRingbuf + s.LostStash }
 
 // Stats reads the counters.
 func (t *Tracer) Stats() (Stats, error) {
-	m := t.coll.Maps["stats"]
+	m := t.objs.Stats
 	sum := func(i tpWeftStat) (uint64, error) {
 		var per []uint64
 		if err := m.Lookup(uint32(i), &per); err != nil {

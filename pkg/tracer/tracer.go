@@ -82,6 +82,8 @@ type Cgroup struct {
 type Tracer struct {
 	path   kernel.Path
 	coll   *ebpf.Collection
+	objs   objects
+	rt     runtimePrograms // with hooks on
 	links  []io.Closer
 	reader *ringbuf.Reader
 	rec    ringbuf.Record
@@ -89,6 +91,8 @@ type Tracer struct {
 	pinned string // traces_ctx_v1 pin this tracer created, removed on Close
 	inject bool   // propagation: sockops and sk_msg are attached
 	hooks  bool   // runtime hooks (Options.RuntimeHooks)
+	// unattached are the optional hooks this kernel would not attach.
+	unattached []string
 
 	mu      sync.Mutex
 	sampler *Sampler // running sampler, closed with the tracer
@@ -112,21 +116,22 @@ func Spec(p kernel.Path) (*ebpf.CollectionSpec, error) {
 // Load loads the programs into the kernel without attaching them.
 // PinTracesCtx is Open's business: Load neither pins nor shares a pin.
 func Load(opts Options) (*ebpf.Collection, error) {
-	return load(opts, nil)
+	coll, _, err := load(opts, nil)
+	return coll, err
 }
 
 // load loads the programs, using the given maps instead of creating the
-// ones of the same name.
-func load(opts Options, replace map[string]*ebpf.Map) (*ebpf.Collection, error) {
+// ones of the same name; it returns the spec of what it loaded.
+func load(opts Options, replace map[string]*ebpf.Map) (*ebpf.Collection, *ebpf.CollectionSpec, error) {
 	if opts.CaptureBytes < 1 || opts.CaptureBytes > MaxCapture {
-		return nil, fmt.Errorf("capture bytes %d out of range 1..%d", opts.CaptureBytes, MaxCapture)
+		return nil, nil, fmt.Errorf("capture bytes %d out of range 1..%d", opts.CaptureBytes, MaxCapture)
 	}
 	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, fmt.Errorf("remove memlock limit: %w", err)
+		return nil, nil, fmt.Errorf("remove memlock limit: %w", err)
 	}
 	spec, err := Spec(opts.Path)
 	if err != nil {
-		return nil, fmt.Errorf("load %s spec: %w", opts.Path, err)
+		return nil, nil, fmt.Errorf("load %s spec: %w", opts.Path, err)
 	}
 	smp := sampling.Default()
 	if opts.Sampler != nil {
@@ -148,10 +153,10 @@ func load(opts Options, replace map[string]*ebpf.Map) (*ebpf.Collection, error) 
 	for name, v := range vars {
 		vs, ok := spec.Variables[name]
 		if !ok {
-			return nil, fmt.Errorf("variable %s missing from %s objects", name, opts.Path)
+			return nil, nil, fmt.Errorf("variable %s missing from %s objects", name, opts.Path)
 		}
 		if err := vs.Set(v); err != nil {
-			return nil, fmt.Errorf("set %s: %w", name, err)
+			return nil, nil, fmt.Errorf("set %s: %w", name, err)
 		}
 	}
 	size := opts.SocketTableSize
@@ -160,20 +165,22 @@ func load(opts Options, replace map[string]*ebpf.Map) (*ebpf.Collection, error) 
 	}
 	socks, ok := spec.Maps["tracked_socks"]
 	if !ok {
-		return nil, fmt.Errorf("map tracked_socks missing from %s objects", opts.Path)
+		return nil, nil, fmt.Errorf("map tracked_socks missing from %s objects", opts.Path)
 	}
 	socks.MaxEntries = size
 	dropSockopsVariant(spec)
-	dropDisabled(spec, opts)
+	if err := dropDisabled(spec, opts); err != nil {
+		return nil, nil, fmt.Errorf("load %s programs: %w", opts.Path, err)
+	}
 	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: replace})
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
-			return nil, fmt.Errorf("load %s programs: %+v", opts.Path, ve)
+			return nil, nil, fmt.Errorf("load %s programs: %+v", opts.Path, ve)
 		}
-		return nil, fmt.Errorf("load %s programs: %w", opts.Path, err)
+		return nil, nil, fmt.Errorf("load %s programs: %w", opts.Path, err)
 	}
-	return coll, nil
+	return coll, spec, nil
 }
 
 // Open loads and attaches the programs and opens the event stream.
@@ -192,50 +199,52 @@ func Open(opts Options) (*Tracer, error) {
 		replace = map[string]*ebpf.Map{tracesCtxMap: shared}
 		defer shared.Close() // the collection holds its own clone
 	}
-	coll, err := load(opts, replace)
+	coll, spec, err := load(opts, replace)
 	if err != nil {
 		return nil, err
 	}
+	t := &Tracer{path: opts.Path, coll: coll, inject: opts.Propagation, hooks: opts.RuntimeHooks,
+		log: slog.With("component", "tracer"), corrs: map[uint32]Correlation{}, rtHooks: map[uint32]io.Closer{}}
+	if err := coll.Assign(&t.objs); err != nil {
+		t.Close()
+		return nil, fmt.Errorf("%s objects: %w", opts.Path, err)
+	}
+	if opts.RuntimeHooks {
+		if err := coll.Assign(&t.rt); err != nil {
+			t.Close()
+			return nil, fmt.Errorf("%s runtime hooks: %w", opts.Path, err)
+		}
+	}
 	for _, cg := range opts.Cgroups {
-		if err := coll.Maps["cgroup_filter"].Put(cg.ID, uint8(1)); err != nil {
-			coll.Close()
+		if err := t.objs.CgroupFilter.Put(cg.ID, uint8(1)); err != nil {
+			t.Close()
 			return nil, fmt.Errorf("select cgroup %d: %w", cg.ID, err)
 		}
 	}
-	t := &Tracer{path: opts.Path, coll: coll, inject: opts.Propagation, hooks: opts.RuntimeHooks,
-		log: slog.With("component", "tracer"), corrs: map[uint32]Correlation{}, rtHooks: map[uint32]io.Closer{}}
-	tgt := attachTarget{coll: coll, cgroup: opts.Cgroup}
+	tgt := attachTarget{sockhash: t.objs.ClientSocks, cgroup: opts.Cgroup}
 	if opts.Propagation && tgt.cgroup == "" {
 		if tgt.cgroup, err = kernel.FindMount("cgroup2"); err != nil {
-			coll.Close()
+			t.Close()
 			return nil, fmt.Errorf("propagation needs cgroup v2: %w", err)
 		}
 	}
 	if opts.PinTracesCtx != "" && shared == nil {
-		if err := coll.Maps[tracesCtxMap].Pin(opts.PinTracesCtx); err != nil {
-			coll.Close()
+		if err := t.objs.TracesCtx.Pin(opts.PinTracesCtx); err != nil {
+			t.Close()
 			return nil, fmt.Errorf("pin %s at %s: %w", tracesCtxMap, opts.PinTracesCtx, err)
 		}
 		t.pinned = opts.PinTracesCtx
 	}
-	spec, _ := Spec(opts.Path)
-	for name, prog := range coll.Programs {
-		if !attachesAtOpen(spec.Programs[name].SectionName) {
-			continue
-		}
-		l, err := attach(spec.Programs[name].SectionName, prog, tgt)
-		if err != nil {
-			t.Close()
-			return nil, fmt.Errorf("attach %s: %w", name, err)
-		}
-		t.links = append(t.links, l)
+	if err := t.attachAtOpen(spec, tgt); err != nil {
+		t.Close()
+		return nil, err
 	}
-	t.reader, err = ringbuf.NewReader(coll.Maps["events"])
+	t.reader, err = ringbuf.NewReader(t.objs.Events)
 	if err != nil {
 		t.Close()
 		return nil, fmt.Errorf("open ring buffer: %w", err)
 	}
-	t.log.Info("attached", "path", opts.Path, "programs", len(t.links), "capture_bytes", opts.CaptureBytes,
+	t.log.Info("attached", "path", opts.Path, "programs", len(t.links), "unattached", t.unattached, "capture_bytes", opts.CaptureBytes,
 		"propagation", opts.Propagation, "ioctl_packets", opts.IoctlPackets, "traces_ctx_pin", opts.PinTracesCtx)
 	return t, nil
 }
@@ -288,7 +297,7 @@ func (t *Tracer) trace(pid, how uint32) error {
 }
 
 func (t *Tracer) putPID(pid, v uint32) error {
-	if err := t.coll.Maps["pid_filter"].Put(pid, v); err != nil {
+	if err := t.objs.PidFilter.Put(pid, v); err != nil {
 		return fmt.Errorf("update pid filter for %d: %w", pid, err)
 	}
 	return nil
@@ -305,17 +314,17 @@ func (t *Tracer) allowBlockingSockets(pid uint32) {
 	if !ok {
 		return
 	}
-	if err := t.coll.Maps["eagain_retry"].Put(pid, uint8(1)); err != nil {
+	if err := t.objs.EagainRetry.Put(pid, uint8(1)); err != nil {
 		t.log.Warn("cannot let a JVM's blocking sockets be injected into", "pid", pid, "err", err)
 	}
 }
 
 // ForgetPID removes a process from the filter.
 func (t *Tracer) ForgetPID(pid uint32) error {
-	t.coll.Maps["eagain_retry"].Delete(pid) // mostly absent
+	t.objs.EagainRetry.Delete(pid) // mostly absent
 	t.ProcessGone(pid)
-	t.coll.Maps["proc_mode"].Delete(pid)
-	err := t.coll.Maps["pid_filter"].Delete(pid)
+	t.objs.ProcMode.Delete(pid)
+	err := t.objs.PidFilter.Delete(pid)
 	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("delete %d from pid filter: %w", pid, err)
 	}
@@ -325,14 +334,11 @@ func (t *Tracer) ForgetPID(pid uint32) error {
 // SkipNotHTTP stops the copy of a socket's data: user space found it
 // carries another protocol than HTTP/1.x. Its close is still reported.
 func (t *Tracer) SkipNotHTTP(connID uint64) error {
-	if err := t.coll.Maps["not_http_socks"].Put(connID, uint8(1)); err != nil {
+	if err := t.objs.NotHTTPSocks.Put(connID, uint8(1)); err != nil {
 		return fmt.Errorf("mark socket %#x not HTTP: %w", connID, err)
 	}
 	return nil
 }
-
-// Programs exposes the loaded programs, for kernel run-time statistics.
-func (t *Tracer) Programs() map[string]*ebpf.Program { return t.coll.Programs }
 
 // Close detaches everything. Links are not pinned, so the kernel also
 // detaches them when the process dies, however it dies.
@@ -356,10 +362,11 @@ func (t *Tracer) Close() error {
 	}
 	t.rtMu.Unlock()
 	if t.pinned != "" {
-		if err := t.coll.Maps[tracesCtxMap].Unpin(); err != nil {
+		if err := t.objs.TracesCtx.Unpin(); err != nil {
 			errs = append(errs, fmt.Errorf("unpin %s: %w", t.pinned, err))
 		}
 	}
+	errs = append(errs, t.objs.Close(), t.rt.Close())
 	t.coll.Close()
 	return errors.Join(errs...)
 }

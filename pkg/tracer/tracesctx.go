@@ -84,7 +84,7 @@ func onBpffs(dir string) bool {
 func (t *Tracer) TracesCtx(pid, tid uint32) (TracesCtxValue, bool, error) {
 	var v TracesCtxValue
 	key := uint64(pid)<<32 | uint64(tid)
-	err := t.coll.Maps[tracesCtxMap].Lookup(key, &v)
+	err := t.objs.TracesCtx.Lookup(key, &v)
 	if errors.Is(err, ebpf.ErrKeyNotExist) {
 		return v, false, nil
 	}

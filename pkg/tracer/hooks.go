@@ -1,0 +1,224 @@
+package tracer
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/weftdev/weft/pkg/kernel"
+)
+
+// pathSet is the attach paths whose BPF object holds a program and on
+// which weft loads it.
+type pathSet uint8
+
+const (
+	onKprobe pathSet = 1 << iota
+	onTracepoint
+	onSyscalls
+	onEvery = onKprobe | onTracepoint | onSyscalls
+)
+
+func (s pathSet) has(p kernel.Path) bool {
+	switch p {
+	case kernel.PathKprobe:
+		return s&onKprobe != 0
+	case kernel.PathTracepoint:
+		return s&onTracepoint != 0
+	case kernel.PathSyscalls:
+		return s&onSyscalls != 0
+	}
+	return false
+}
+
+// feature is the option that has a program loaded.
+type feature uint8
+
+const (
+	always feature = iota
+	propagation
+	runtimeHooks
+	ioctlPackets
+	cgroupSelection
+)
+
+func (f feature) enabled(opts Options) bool {
+	switch f {
+	case propagation:
+		return opts.Propagation
+	case runtimeHooks:
+		return opts.RuntimeHooks
+	case ioctlPackets:
+		return opts.IoctlPackets
+	case cgroupSelection:
+		return len(opts.Cgroups) > 0
+	}
+	return true
+}
+
+// A hook is one program of the BPF objects: on which paths and with which
+// feature it is loaded, and whether weft can run without it. Where it
+// attaches is its ELF section, in the C source. Uprobes attach per
+// process (runtime.go) and the sampler while sampling (sample.go); the
+// rest at Open, in this order.
+type hook struct {
+	prog    string
+	paths   pathSet
+	feature feature
+	// lost is, for an optional hook, what weft goes without when it
+	// cannot attach (logged); a required hook that fails stops Open.
+	lost string
+}
+
+func (h hook) optional() bool { return h.lost != "" }
+
+// hooks declares every program of both objects; a program missing here
+// fails the load (and TestHooksDeclareEveryProgram).
+var hooks = []hook{
+	// Processes and socket closes, on every path.
+	{prog: "weft_exec", paths: onEvery},
+	{prog: "weft_exit", paths: onEvery},
+	{prog: "weft_fork", paths: onEvery},
+	{prog: "weft_cgroup_move", paths: onEvery, feature: cgroupSelection},
+	{prog: "weft_sock_state", paths: onEvery},
+	{prog: "weft_sock_reset", paths: onEvery, lost: "a reset by the peer reads as its close (no error on the span)"},
+	{prog: "weft_sample", paths: onEvery},
+
+	// The kprobe path: the TCP send and receive functions.
+	{prog: "weft_tcp_sendmsg", paths: onKprobe},
+	{prog: "weft_tcp_sendmsg_ret", paths: onKprobe},
+	{prog: "weft_tcp_recvmsg", paths: onKprobe},
+	{prog: "weft_tcp_recvmsg_ret", paths: onKprobe},
+	{prog: "weft_tcp_bpf_sendmsg", paths: onKprobe, feature: propagation},
+	{prog: "weft_tcp_bpf_sendmsg_ret", paths: onKprobe, feature: propagation},
+	{prog: "weft_sys_ioctl", paths: onKprobe, feature: ioctlPackets, lost: "OBI agents' ioctl packets go unread"},
+
+	// The tracepoint path: socket calls only.
+	{prog: "weft_sock_sent", paths: onTracepoint},
+	{prog: "weft_sock_received", paths: onTracepoint},
+	{prog: "weft_inject_sock", paths: onTracepoint, feature: propagation},
+
+	// The syscall path: the socket tracepoints of the calls whose entry
+	// the syscall tracepoints noted.
+	{prog: "weft_sock_send", paths: onSyscalls},
+	{prog: "weft_sock_recv", paths: onSyscalls},
+	{prog: "weft_enter_read", paths: onSyscalls},
+	{prog: "weft_exit_read", paths: onSyscalls},
+	{prog: "weft_enter_readv", paths: onSyscalls},
+	{prog: "weft_exit_readv", paths: onSyscalls},
+	{prog: "weft_enter_recvfrom", paths: onSyscalls},
+	{prog: "weft_exit_recvfrom", paths: onSyscalls},
+	{prog: "weft_enter_recvmsg", paths: onSyscalls},
+	{prog: "weft_exit_recvmsg", paths: onSyscalls},
+	{prog: "weft_enter_write", paths: onSyscalls},
+	{prog: "weft_exit_write", paths: onSyscalls},
+	{prog: "weft_enter_writev", paths: onSyscalls},
+	{prog: "weft_exit_writev", paths: onSyscalls},
+	{prog: "weft_enter_sendto", paths: onSyscalls},
+	{prog: "weft_exit_sendto", paths: onSyscalls},
+	{prog: "weft_enter_sendmsg", paths: onSyscalls},
+	{prog: "weft_exit_sendmsg", paths: onSyscalls},
+	{prog: "weft_inject", paths: onKprobe | onSyscalls, feature: propagation},
+	{prog: "weft_enter_ioctl", paths: onTracepoint | onSyscalls, feature: ioctlPackets, lost: "OBI agents' ioctl packets go unread"},
+
+	// Injection: sockops puts traced clients' sockets in the sockhash the
+	// sk_msg program runs on (one variant of the two is loaded).
+	{prog: "weft_sockops", paths: onEvery, feature: propagation},
+	{prog: "weft_sockops_any", paths: onEvery, feature: propagation},
+
+	// Runtimes' uprobes, per process.
+	{prog: "weft_go_newproc1", paths: onEvery, feature: runtimeHooks},
+	{prog: "weft_go_newproc1_casg", paths: onEvery, feature: runtimeHooks},
+	{prog: "weft_go_newproc1_ret", paths: onEvery, feature: runtimeHooks},
+	{prog: "weft_go_roundtrip", paths: onEvery, feature: runtimeHooks},
+	{prog: "weft_go_writeloop", paths: onEvery, feature: runtimeHooks},
+	{prog: "weft_ngx_upstream_init", paths: onEvery, feature: runtimeHooks},
+	{prog: "weft_ngx_upstream_init_ret", paths: onEvery, feature: runtimeHooks},
+	{prog: "weft_ngx_connect_peer", paths: onEvery, feature: runtimeHooks},
+	{prog: "weft_ngx_connect_peer_ret", paths: onEvery, feature: runtimeHooks},
+	{prog: "weft_node_announce", paths: onEvery, feature: runtimeHooks},
+	{prog: "weft_libc_announce", paths: onEvery, feature: runtimeHooks},
+}
+
+// hookIndex finds a program's declaration.
+var hookIndex = func() map[string]hook {
+	m := make(map[string]hook, len(hooks))
+	for _, h := range hooks {
+		m[h.prog] = h
+	}
+	return m
+}()
+
+// dropDisabled removes from spec the programs of features opts leaves
+// off and those of other paths, so that the verifier spends no time on
+// them and none of them can run. A program the table does not declare is
+// an error: nothing is loaded by accident.
+func dropDisabled(spec *ebpf.CollectionSpec, opts Options) error {
+	for name := range spec.Programs {
+		h, ok := hookIndex[name]
+		if !ok {
+			return fmt.Errorf("program %s is not declared in the hook table", name)
+		}
+		if !h.paths.has(opts.Path) || !h.feature.enabled(opts) {
+			delete(spec.Programs, name)
+		}
+	}
+	return nil
+}
+
+// objects are the maps and programs user space reaches, by the names they
+// have in both BPF objects; Collection.Assign checks at load that each is
+// there, so that a renamed map fails Open instead of a later lookup. They
+// leave the collection with Assign: the tracer closes them.
+type objects struct {
+	CgroupFilter *ebpf.Map     `ebpf:"cgroup_filter"`
+	ClientSocks  *ebpf.Map     `ebpf:"client_socks"`
+	EagainRetry  *ebpf.Map     `ebpf:"eagain_retry"`
+	Events       *ebpf.Map     `ebpf:"events"`
+	NotHTTPSocks *ebpf.Map     `ebpf:"not_http_socks"`
+	PidFilter    *ebpf.Map     `ebpf:"pid_filter"`
+	ProcMode     *ebpf.Map     `ebpf:"proc_mode"`
+	Samples      *ebpf.Map     `ebpf:"samples"`
+	SamplesBegun *ebpf.Map     `ebpf:"samples_begun"`
+	Stats        *ebpf.Map     `ebpf:"stats"`
+	TracesCtx    *ebpf.Map     `ebpf:"traces_ctx_v1"`
+	Sample       *ebpf.Program `ebpf:"weft_sample"`
+}
+
+// runtimePrograms are the uprobes attached per process, loaded with
+// Options.RuntimeHooks.
+type runtimePrograms struct {
+	GoNewproc1         *ebpf.Program `ebpf:"weft_go_newproc1"`
+	GoNewproc1Casg     *ebpf.Program `ebpf:"weft_go_newproc1_casg"`
+	GoNewproc1Ret      *ebpf.Program `ebpf:"weft_go_newproc1_ret"`
+	GoRoundtrip        *ebpf.Program `ebpf:"weft_go_roundtrip"`
+	GoWriteloop        *ebpf.Program `ebpf:"weft_go_writeloop"`
+	NgxUpstreamInit    *ebpf.Program `ebpf:"weft_ngx_upstream_init"`
+	NgxUpstreamInitRet *ebpf.Program `ebpf:"weft_ngx_upstream_init_ret"`
+	NgxConnectPeer     *ebpf.Program `ebpf:"weft_ngx_connect_peer"`
+	NgxConnectPeerRet  *ebpf.Program `ebpf:"weft_ngx_connect_peer_ret"`
+	NodeAnnounce       *ebpf.Program `ebpf:"weft_node_announce"`
+	LibcAnnounce       *ebpf.Program `ebpf:"weft_libc_announce"`
+}
+
+func (o *objects) Close() error {
+	return closeAll(o.CgroupFilter, o.ClientSocks, o.EagainRetry, o.Events, o.NotHTTPSocks, o.PidFilter,
+		o.ProcMode, o.Samples, o.SamplesBegun, o.Stats, o.TracesCtx, o.Sample)
+}
+
+func (r *runtimePrograms) Close() error {
+	return closeAll(r.GoNewproc1, r.GoNewproc1Casg, r.GoNewproc1Ret, r.GoRoundtrip, r.GoWriteloop, r.NgxUpstreamInit,
+		r.NgxUpstreamInitRet, r.NgxConnectPeer, r.NgxConnectPeerRet, r.NodeAnnounce, r.LibcAnnounce)
+}
+
+// closeAll closes what was assigned; a nil map or program (where Assign
+// stopped early) closes as a no-op.
+func closeAll(cs ...io.Closer) error {
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
