@@ -117,7 +117,7 @@ type Sampler struct {
 	t      *Tracer
 	prog   *ebpf.Program
 	freq   uint64
-	reader *ringbuf.Reader
+	reader *ringReader
 	rec    ringbuf.Record
 	log    *slog.Logger
 
@@ -170,7 +170,7 @@ func (t *Tracer) StartSampling(opts SamplingOptions) (*Sampler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("samples_begun memory: %w", err)
 	}
-	reader, err := ringbuf.NewReader(t.objs.Samples)
+	reader, err := newRingReader(t.objs.Samples)
 	if err != nil {
 		return nil, fmt.Errorf("open samples ring buffer: %w", err)
 	}

@@ -85,7 +85,7 @@ type Tracer struct {
 	objs   objects
 	rt     runtimePrograms // with hooks on
 	links  []io.Closer
-	reader *ringbuf.Reader
+	reader *ringReader
 	rec    ringbuf.Record
 	log    *slog.Logger
 	pinned string // traces_ctx_v1 pin this tracer created, removed on Close
@@ -239,7 +239,7 @@ func Open(opts Options) (*Tracer, error) {
 		t.Close()
 		return nil, err
 	}
-	t.reader, err = ringbuf.NewReader(t.objs.Events)
+	t.reader, err = newRingReader(t.objs.Events)
 	if err != nil {
 		t.Close()
 		return nil, fmt.Errorf("open ring buffer: %w", err)
