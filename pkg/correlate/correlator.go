@@ -206,7 +206,13 @@ type Correlator struct {
 	// dropping is set while weft itself removes a connection, so that the
 	// LRU's eviction callback only acts on evictions by capacity.
 	dropping bool
+	// spare holds exchanges whose span was handed on, for reuse: emit
+	// does not keep the span.
+	spare []*exchange
 }
+
+// maxSpare bounds the exchanges kept for reuse.
+const maxSpare = 256
 
 // New returns a correlator that hands every finished span to emit.
 func New(opts Options, emit func(*spans.Span)) *Correlator {
@@ -363,7 +369,14 @@ func (c *Correlator) message(cn *conn, ev *event.Event, m *httpparse.Message) {
 }
 
 func (c *Correlator) newExchange(cn *conn, ev *event.Event, m *httpparse.Message, kind spans.Kind) *exchange {
-	return &exchange{
+	var ex *exchange
+	if n := len(c.spare); n > 0 {
+		ex = c.spare[n-1]
+		c.spare = c.spare[:n-1]
+	} else {
+		ex = new(exchange)
+	}
+	*ex = exchange{
 		startTS: m.StartTS,
 		lastTS:  ev.Time,
 		target:  m.Target,
@@ -383,6 +396,7 @@ func (c *Correlator) newExchange(cn *conn, ev *event.Event, m *httpparse.Message
 			ResponseBodySize: -1,
 		},
 	}
+	return ex
 }
 
 // describe names the span of an exchange from its request target, once
@@ -456,6 +470,7 @@ func (c *Correlator) startClient(cn *conn, ev *event.Event, m *httpparse.Message
 func (c *Correlator) enqueue(q *[]*exchange, ex *exchange) bool {
 	if len(*q) >= c.opts.MaxPipelined {
 		c.stats.Overflow.Add(1)
+		c.recycle(ex)
 		return false
 	}
 	*q = append(*q, ex)
@@ -469,8 +484,7 @@ func (c *Correlator) finish(cn *conn, q *[]*exchange, m *httpparse.Message) {
 		c.stats.Unmatched.Add(1)
 		return
 	}
-	ex := (*q)[0]
-	*q = (*q)[1:]
+	ex := popOldest(q)
 	ex.span.StatusCode = m.StatusCode
 	ex.span.ResponseBodySize = m.BodyBytes
 	if m.Phase == httpparse.PhaseAborted {
@@ -500,12 +514,30 @@ func (c *Correlator) done(ex *exchange) {
 	}
 	if ex.span.TraceFlags&sampling.FlagSampled == 0 {
 		c.stats.Unsampled.Add(1)
-		return
+	} else {
+		if c.opts.Observe == nil {
+			c.describe(ex)
+		}
+		c.emit(&ex.span)
 	}
-	if c.opts.Observe == nil {
-		c.describe(ex)
+	c.recycle(ex)
+}
+
+// recycle keeps an exchange no queue holds any more for the next request.
+func (c *Correlator) recycle(ex *exchange) {
+	if len(c.spare) < maxSpare {
+		c.spare = append(c.spare, ex)
 	}
-	c.emit(&ex.span)
+}
+
+// popOldest takes the first exchange of a queue, keeping the queue's
+// array for the next request.
+func popOldest(q *[]*exchange) *exchange {
+	ex := (*q)[0]
+	n := copy(*q, (*q)[1:])
+	(*q)[n] = nil
+	*q = (*q)[:n]
+	return ex
 }
 
 // closeConn completes responses delimited by the close, then ends what is
@@ -579,8 +611,7 @@ func (c *Correlator) finishUnread(q *[]*exchange, m *httpparse.Message) {
 		c.stats.Unmatched.Add(1)
 		return
 	}
-	ex := (*q)[0]
-	*q = (*q)[1:]
+	ex := popOldest(q)
 	ex.span.StatusCode = m.StatusCode
 	ex.span.ResponseBodySize = max(m.ContentLength, m.BodyBytes)
 	if m.ContentLength < 0 {
@@ -624,8 +655,7 @@ func (c *Correlator) Expire(now uint64) {
 		}
 		for _, q := range []*[]*exchange{&cn.server, &cn.client} {
 			for len(*q) > 0 && now > (*q)[0].lastTS+timeout {
-				ex := (*q)[0]
-				*q = (*q)[1:]
+				ex := popOldest(q)
 				c.stats.Timeouts.Add(1)
 				ex.endAt(now)
 				ex.span.ErrorType = "timeout"

@@ -14,18 +14,31 @@ func Route(path string) string {
 	if !strings.HasPrefix(path, "/") {
 		return path
 	}
-	segs := strings.Split(path, "/")
-	changed := false
-	for i, s := range segs {
-		if looksLikeID(s) {
-			segs[i] = "{id}"
-			changed = true
+	// Most paths have no id: they are returned as they are, unallocated.
+	var b strings.Builder
+	last := 0 // path[:last] is in b, or needs no change
+	for start := 1; start <= len(path); {
+		end := strings.IndexByte(path[start:], '/')
+		if end < 0 {
+			end = len(path)
+		} else {
+			end += start
 		}
+		if looksLikeID(path[start:end]) {
+			if b.Len() == 0 {
+				b.Grow(len(path))
+			}
+			b.WriteString(path[last:start])
+			b.WriteString("{id}")
+			last = end
+		}
+		start = end + 1
 	}
-	if !changed {
+	if last == 0 {
 		return path
 	}
-	return strings.Join(segs, "/")
+	b.WriteString(path[last:])
+	return b.String()
 }
 
 func looksLikeID(s string) bool {

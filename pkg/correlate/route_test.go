@@ -13,9 +13,19 @@ func TestRoute(t *testing.T) {
 		"/v1/traces":                              "/v1/traces",
 		"/api/v2/items":                           "/api/v2/items",
 		"*":                                       "*",
+		"/42":                                     "/{id}",
+		"/42/":                                    "/{id}/",
+		"//42//x":                                 "//{id}//x",
+		"/users/":                                 "/users/",
 	} {
 		if got := Route(in); got != want {
 			t.Errorf("Route(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestRouteWithoutIDsAllocatesNothing(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() { Route("/api/v2/items") }); n != 0 {
+		t.Errorf("Route of a path without ids: %v allocations", n)
 	}
 }
