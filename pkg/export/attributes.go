@@ -13,7 +13,7 @@ import (
 
 // spanAttributes appends to attrs a weft span's attributes under the
 // stable HTTP semantic conventions.
-func spanAttributes(s *spans.Span, attrs []attribute.KeyValue) []attribute.KeyValue {
+func spanAttributes(s *spans.Span, attrs []attribute.KeyValue, names *addrNames) []attribute.KeyValue {
 	if s.Method != "" {
 		if spans.KnownMethod(s.Method) {
 			attrs = append(attrs, semconv.HTTPRequestMethodKey.String(s.Method))
@@ -46,16 +46,16 @@ func spanAttributes(s *spans.Span, attrs []attribute.KeyValue) []attribute.KeyVa
 	switch s.Kind {
 	case spans.KindServer:
 		if s.Remote.IsValid() {
-			attrs = append(attrs, semconv.ClientAddress(addrString(s.Remote.Addr())), semconv.ClientPort(int(s.Remote.Port())))
+			attrs = append(attrs, semconv.ClientAddress(names.of(s.Remote.Addr())), semconv.ClientPort(int(s.Remote.Port())))
 		}
-		attrs = appendAddrPort(attrs, s.Remote, semconv.NetworkPeerAddress, semconv.NetworkPeerPort)
-		attrs = appendAddrPort(attrs, s.Local, semconv.NetworkLocalAddress, semconv.NetworkLocalPort)
+		attrs = names.appendAddrPort(attrs, s.Remote, semconv.NetworkPeerAddress, semconv.NetworkPeerPort)
+		attrs = names.appendAddrPort(attrs, s.Local, semconv.NetworkLocalAddress, semconv.NetworkLocalPort)
 	case spans.KindClient:
 		authority := validUTF8(s.Host)
 		if strings.TrimSpace(s.Host) == "" && s.Remote.IsValid() {
 			authority = netip.AddrPortFrom(s.Remote.Addr().Unmap(), s.Remote.Port()).String()
 		}
-		attrs = appendAddrPort(attrs, s.Remote, semconv.NetworkPeerAddress, semconv.NetworkPeerPort)
+		attrs = names.appendAddrPort(attrs, s.Remote, semconv.NetworkPeerAddress, semconv.NetworkPeerPort)
 		attrs = append(attrs, semconv.URLFull(urlFull(authority, s.Path, s.Query)))
 	}
 
@@ -112,13 +112,36 @@ func urlFull(authority, path, query string) string {
 	return u
 }
 
-func addrString(a netip.Addr) string { return spans.AddrString(a) }
+// addrNames remembers the text of the addresses spans carry: a host's
+// spans name few of them, and formatting one allocates. The zero value
+// and nil are ready; not safe for concurrent use.
+type addrNames struct {
+	names map[netip.Addr]string
+}
 
-func appendAddrPort(attrs []attribute.KeyValue, ap netip.AddrPort, addr func(string) attribute.KeyValue, port func(int) attribute.KeyValue) []attribute.KeyValue {
+// maxAddrNames bounds the addresses remembered; past it they start over.
+const maxAddrNames = 4096
+
+func (n *addrNames) of(a netip.Addr) string {
+	if n == nil {
+		return spans.AddrString(a)
+	}
+	if s, ok := n.names[a]; ok {
+		return s
+	}
+	if n.names == nil || len(n.names) >= maxAddrNames {
+		n.names = make(map[netip.Addr]string)
+	}
+	s := spans.AddrString(a)
+	n.names[a] = s
+	return s
+}
+
+func (n *addrNames) appendAddrPort(attrs []attribute.KeyValue, ap netip.AddrPort, addr func(string) attribute.KeyValue, port func(int) attribute.KeyValue) []attribute.KeyValue {
 	if !ap.IsValid() {
 		return attrs
 	}
-	return append(attrs, addr(addrString(ap.Addr())), port(int(ap.Port())))
+	return append(attrs, addr(n.of(ap.Addr())), port(int(ap.Port())))
 }
 
 func validUTF8(s string) string { return spans.ValidUTF8(s) }

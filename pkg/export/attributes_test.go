@@ -14,7 +14,7 @@ import (
 
 func attrsOf(s *spans.Span) map[string]any {
 	m := map[string]any{}
-	for _, kv := range spanAttributes(s, nil) {
+	for _, kv := range spanAttributes(s, nil, nil) {
 		m[string(kv.Key)] = kv.Value.AsInterface()
 	}
 	return m
@@ -147,7 +147,7 @@ func TestStatusAndName(t *testing.T) {
 func TestAttributesAreUTF8(t *testing.T) {
 	s := serverSpan()
 	s.Path, s.UserAgent, s.Host, s.Method = "/\xff", "agent\xfe", "h\xc0st", "G\xffT"
-	for _, kv := range spanAttributes(s, nil) {
+	for _, kv := range spanAttributes(s, nil, nil) {
 		if kv.Value.Type() == attribute.STRING && !utf8.ValidString(kv.Value.AsString()) {
 			t.Errorf("%s is not UTF-8: %q", kv.Key, kv.Value.AsString())
 		}

@@ -61,6 +61,7 @@ type spanEncoder struct {
 	resources *lru.Cache[attribute.Distinct, *encodedResource]
 
 	attrs  []attribute.KeyValue
+	addrs  addrNames
 	order  []*encodedResource
 	groups map[*encodedResource][]int // batch indexes, in batch order
 	span   []byte                     // one span's message
@@ -226,7 +227,7 @@ func (e *spanEncoder) appendSpan(b []byte, s *spans.Span) []byte {
 	b = protowire.AppendVarint(protowire.AppendTag(b, fieldSpanKind, protowire.VarintType), uint64(otlpKind(s.Kind)))
 	b = protowire.AppendFixed64(protowire.AppendTag(b, fieldSpanStart, protowire.Fixed64Type), unixNano(s.Start))
 	b = protowire.AppendFixed64(protowire.AppendTag(b, fieldSpanEnd, protowire.Fixed64Type), unixNano(s.End))
-	e.attrs = spanAttributes(s, e.attrs[:0])
+	e.attrs = spanAttributes(s, e.attrs[:0], &e.addrs)
 	for _, a := range e.attrs {
 		b = protowire.AppendTag(b, fieldSpanAttributes, protowire.BytesType)
 		b = appendKeyValue(b, a)
