@@ -411,7 +411,10 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 		count(WEFT_STAT_SOCK_TABLE_FULL);
 }
 
-static __always_inline void emit_small(__u8 kind, __u64 sock_id, __u32 pid, __u32 tid, __u8 dir, __u32 bytes)
+/* wake: BPF_RB_FORCE_WAKEUP for what user space must act on at once
+ * (an exec it may select), else wakeup_flags(). */
+static __always_inline void emit_small(__u8 kind, __u64 sock_id, __u32 pid, __u32 tid, __u8 dir, __u32 bytes,
+				       __u64 wake)
 {
 	struct event_header *h = bpf_ringbuf_reserve(&events, sizeof(*h), 0);
 	if (!h) {
@@ -427,7 +430,7 @@ static __always_inline void emit_small(__u8 kind, __u64 sock_id, __u32 pid, __u3
 	h->kind = kind;
 	h->dir = dir;
 	h->bytes = bytes;
-	bpf_ringbuf_submit(h, wakeup_flags());
+	bpf_ringbuf_submit(h, wake);
 	count(WEFT_STAT_EVENTS);
 }
 
@@ -479,7 +482,10 @@ int weft_exec(void *ctx)
 		return 0;
 	bpf_map_delete_elem(&eagain_retry, &tgid); /* another program now */
 	bpf_map_delete_elem(&proc_mode, &tgid);
-	emit_small(WEFT_EV_EXEC, 0, tgid, (__u32)pid_tgid, 0, 0);
+	/* Selection by executable decides on this event; classifying the
+	 * process before its first request needs it read now, not at the
+	 * next drain. */
+	emit_small(WEFT_EV_EXEC, 0, tgid, (__u32)pid_tgid, 0, 0, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 
@@ -499,7 +505,7 @@ int weft_exit(void *ctx)
 	bpf_map_delete_elem(&pid_filter, &tgid);
 	bpf_map_delete_elem(&eagain_retry, &tgid);
 	bpf_map_delete_elem(&proc_mode, &tgid);
-	emit_small(WEFT_EV_EXIT, 0, tgid, tgid, 0, 0);
+	emit_small(WEFT_EV_EXIT, 0, tgid, tgid, 0, 0, wakeup_flags());
 	return 0;
 }
 
@@ -538,7 +544,8 @@ int weft_sock_state(struct trace_event_raw_inet_sock_set_state *ctx)
 	if (to != TCP_CLOSE) {
 		/* Who closed first, known before the process may exit: a close
 		 * here can wait for the peer (FIN_WAIT2) past the process's end. */
-		emit_small(WEFT_EV_FIRST_FIN, id, 0, 0, to == TCP_CLOSE_WAIT ? WEFT_DIR_INGRESS : WEFT_DIR_EGRESS, 0);
+		emit_small(WEFT_EV_FIRST_FIN, id, 0, 0, to == TCP_CLOSE_WAIT ? WEFT_DIR_INGRESS : WEFT_DIR_EGRESS, 0,
+			   wakeup_flags());
 		return 0;
 	}
 	/* The kernel also "receives a reset" (tcp_reset) to abort a socket
@@ -555,7 +562,7 @@ int weft_sock_state(struct trace_event_raw_inet_sock_set_state *ctx)
 	bpf_map_delete_elem(&tracked_socks, &id);
 	bpf_map_delete_elem(&not_http_socks, &id);
 	serving_closed(id);
-	emit_small(WEFT_EV_CLOSE, id, 0, 0, by_peer ? WEFT_DIR_INGRESS : WEFT_DIR_EGRESS, unread);
+	emit_small(WEFT_EV_CLOSE, id, 0, 0, by_peer ? WEFT_DIR_INGRESS : WEFT_DIR_EGRESS, unread, wakeup_flags());
 	return 0;
 }
 

@@ -38,10 +38,11 @@ type loop struct {
 // drainEvery is how often the ring buffer is drained: the kernel side
 // does not wake the reader per event (see WAKEUP_BYTES in bpf/), so this
 // bounds how late an event is read when the buffer is not filling up.
-// Each wake-up costs weft ~0.1 ms of CPU on a small VM (the Go scheduler
-// spinning for work), so 20 per second rather than 50; spans wait for
-// their batch (1 s) anyway.
-const drainEvery = 50 * time.Millisecond
+// Each drain costs weft ~0.2 ms of CPU on a small VM (parking and
+// unparking the Go scheduler's threads), so 5 per second; spans wait for
+// their batch (1 s) anyway, and an exec, which selection may act on,
+// wakes the reader at once.
+const drainEvery = 200 * time.Millisecond
 
 func (l *loop) run(ctx context.Context, rescan bool) error {
 	var ev event.Event
