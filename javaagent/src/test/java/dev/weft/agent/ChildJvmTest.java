@@ -32,10 +32,11 @@ class ChildJvmTest {
     return b.toString().replaceAll("\n+$", b.length() > 1 ? "\n" : "");
   }
 
+  /** The agent's status lines (not the modules' "applied" lines). */
   static List<String> agentLines(String err) {
     List<String> ours = new ArrayList<>();
     for (String line : err.split("\n")) {
-      if (line.startsWith("weft-agent")) {
+      if (line.startsWith("weft-agent") && !line.startsWith("weft-agent: module ")) {
         ours.add(line);
       }
     }
@@ -122,8 +123,21 @@ class ChildJvmTest {
     assertEquals(0, r.exit, r.err);
     // JDK 22+ adds its own four WARNING lines about System.load from an
     // unnamed module unless --enable-native-access=ALL-UNNAMED is given.
-    assertEquals(List.of(), agentLines(r.err), "no agent output at all without debug=true");
+    assertEquals(List.of(), agentLines(r.err), "no status output without debug=true");
     assertTrue(r.out.contains("result 42"), r.out);
+  }
+
+  @Test
+  void modulesSayWhatApplied() throws Exception {
+    Result r = run(List.of("-javaagent:" + JAR), "requests", "10");
+    assertEquals(0, r.exit, r.err);
+    String jdk = "JDK " + System.getProperty("java.version");
+    assertTrue(r.err.contains("weft-agent: module jdk-executors (java.util.concurrent executors and ForkJoin (JDK)) applied: "
+        + jdk + "\n"), r.err);
+    for (String line : r.err.split("\n")) {
+      assertTrue(!line.startsWith("weft-agent: module okhttp") && !line.startsWith("weft-agent: could not"),
+          "no library here but the JDK's: " + r.err);
+    }
   }
 
   @Test

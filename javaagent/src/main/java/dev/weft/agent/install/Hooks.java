@@ -6,6 +6,7 @@ import static net.bytebuddy.matcher.ElementMatchers.takesArgument;
 import static net.bytebuddy.matcher.ElementMatchers.takesArguments;
 
 import dev.weft.agent.advice.AuditAdvice;
+import dev.weft.agent.advice.CarryAdvice;
 import dev.weft.agent.advice.ContextAdvice;
 import dev.weft.agent.advice.CoroutineAdvice;
 import dev.weft.agent.advice.ExecutorAdvice;
@@ -14,7 +15,7 @@ import java.util.List;
 import net.bytebuddy.description.method.MethodDescription;
 import net.bytebuddy.matcher.ElementMatcher;
 
-/** Every method the agent instruments, and the advice it gets. */
+/** Every method the agent instruments, and the advice it gets, by module. */
 final class Hooks {
   private Hooks() {}
 
@@ -33,107 +34,146 @@ final class Hooks {
     }
   }
 
-  static List<Hook> all(boolean audit) {
-    List<Hook> h = new ArrayList<>();
+  static List<Module> all(boolean audit) {
+    List<Module> m = new ArrayList<>();
 
-    // Servers: a fresh id before the socket read of a request.
-    h.add(new Hook("io.netty.channel.nio.AbstractNioByteChannel$NioByteUnsafe",
-        named("read").and(takesArguments(0)), ContextAdvice.ServerRead.class, "read()"));
-    h.add(new Hook("io.netty.channel.epoll.AbstractEpollStreamChannel$EpollStreamUnsafe",
-        named("epollInReady").and(takesArguments(0)), ContextAdvice.ServerRead.class, "epollInReady()"));
-    h.add(new Hook("sun.net.httpserver.ServerImpl$Exchange",
-        named("run").and(takesArguments(0)), ContextAdvice.ServerRead.class, "run()"));
+    // Servers: a fresh id before the socket read of a request. Netty event-loop
+    // tasks: the id travels with them (a write from a coroutine thread runs on the loop).
+    m.add(new Module("netty", "Netty 4.1-4.2", "io.netty.channel.nio.AbstractNioByteChannel",
+            Module.resourceProperty("META-INF/io.netty.versions.properties", "netty-transport.version"))
+        .hook(new Hook("io.netty.channel.nio.AbstractNioByteChannel$NioByteUnsafe",
+            named("read").and(takesArguments(0)), ContextAdvice.ServerRead.class, "read()"))
+        .hook(new Hook("io.netty.channel.epoll.AbstractEpollStreamChannel$EpollStreamUnsafe",
+            named("epollInReady").and(takesArguments(0)), ContextAdvice.ServerRead.class, "epollInReady()"))
+        .hook(new Hook("io.netty.util.concurrent.SingleThreadEventExecutor",
+            named("execute").and(takesArgument(0, Runnable.class)), ExecutorAdvice.CaptureArgument.class,
+            "execute(Runnable[, boolean])"))
+        .hook(new Hook("io.netty.util.concurrent.AbstractEventExecutor",
+            named("safeExecute").or(named("runTask")).and(takesArguments(Runnable.class)),
+            ExecutorAdvice.RunArgument.class, "safeExecute/runTask(Runnable)")));
+
+    m.add(new Module("jdk-httpserver", "com.sun.net.httpserver (JDK)", null, Module.JDK)
+        .hook(new Hook("sun.net.httpserver.ServerImpl$Exchange",
+            named("run").and(takesArguments(0)), ContextAdvice.ServerRead.class, "run()")));
 
     // Ktor CIO server: accepted socket -> reader coroutine's reads (under the
     // connection's pending id) -> the request's handler coroutine (takes it).
-    h.add(new Hook("io.ktor.network.sockets.ServerSocketImpl",
-        named("accepted").and(takesArguments(1)), ContextAdvice.ServerAccepted.class, "accepted(SocketChannel)"));
-    h.add(new Hook("io.ktor.network.sockets.CIOReaderKt",
-        named("readFrom").and(takesArguments(3)), ContextAdvice.ServerSocketRead.class,
-        "readFrom(channel, socket, cont) (direct reader)"));
-    h.add(new Hook("io.ktor.network.sockets.CIOReaderKt$attachForReadingImpl$1",
-        named("invokeSuspend"), ContextAdvice.ServerStreamRead.class, "invokeSuspend (pooled reader step)"));
-    h.add(new Hook("io.ktor.server.cio.backend.ServerPipelineKt$startServerConnectionPipeline$1$1",
-        named("invokeSuspend"), ContextAdvice.ServerRequestStart.class, "invokeSuspend (request handler step)"));
+    // Ktor's selector loop resumes every socket's coroutines: it must lend none its id.
+    m.add(new Module("ktor-cio", "Ktor 3.x network and CIO server", "io.ktor.network.selector.SelectorManagerSupport",
+            Module.packageVersion("io.ktor.network.selector.SelectorManagerSupport"))
+        .hook(new Hook("io.ktor.network.sockets.ServerSocketImpl",
+            named("accepted").and(takesArguments(1)), ContextAdvice.ServerAccepted.class, "accepted(SocketChannel)"))
+        .hook(new Hook("io.ktor.network.sockets.CIOReaderKt",
+            named("readFrom").and(takesArguments(3)), ContextAdvice.ServerSocketRead.class,
+            "readFrom(channel, socket, cont) (direct reader)"))
+        .hook(new Hook("io.ktor.network.sockets.CIOReaderKt$attachForReadingImpl$1",
+            named("invokeSuspend"), ContextAdvice.ServerStreamRead.class, "invokeSuspend (pooled reader step)"))
+        .hook(new Hook("io.ktor.server.cio.backend.ServerPipelineKt$startServerConnectionPipeline$1$1",
+            named("invokeSuspend"), ContextAdvice.ServerRequestStart.class, "invokeSuspend (request handler step)"))
+        .hook(new Hook("io.ktor.network.selector.ActorSelectorManager",
+            isConstructor(), ContextAdvice.NoRequest.class, "<init> (launches the selector loop)"))
+        .hook(new Hook("io.ktor.network.selector.SelectorManagerSupport",
+            named("handleSelectedKeys"), ContextAdvice.NoRequestGuarded.class, "handleSelectedKeys")));
 
-    // Netty event-loop tasks (a write from a coroutine thread runs on the loop).
-    h.add(new Hook("io.netty.util.concurrent.SingleThreadEventExecutor",
-        named("execute").and(takesArgument(0, Runnable.class)), ExecutorAdvice.CaptureArgument.class,
-        "execute(Runnable[, boolean])"));
-    h.add(new Hook("io.netty.util.concurrent.AbstractEventExecutor",
-        named("safeExecute").or(named("runTask")).and(takesArguments(Runnable.class)),
-        ExecutorAdvice.RunArgument.class, "safeExecute/runTask(Runnable)"));
-
-    // java.util.concurrent.
-    h.add(new Hook("java.util.concurrent.ThreadPoolExecutor",
-        named("execute").and(takesArguments(Runnable.class)), ExecutorAdvice.CaptureArgument.class,
-        "execute(Runnable)"));
-    h.add(new Hook("java.util.concurrent.ScheduledThreadPoolExecutor",
-        named("delayedExecute").and(takesArguments(1)), ExecutorAdvice.CaptureArgument.class,
-        "delayedExecute(task) (schedule*, submit, execute)"));
-    // Workers that were already looping when the agent attached keep the old
-    // runWorker: the task's own run() covers submit() for them.
-    h.add(new Hook("java.util.concurrent.FutureTask",
-        named("run").and(takesArguments(0)), ExecutorAdvice.RunThis.class, "run()"));
-    h.add(new Hook("java.util.concurrent.ForkJoinTask",
-        isConstructor(), ExecutorAdvice.CaptureConstructed.class, "<init>"));
-    h.add(new Hook("java.util.concurrent.ForkJoinTask",
-        named("doExec").and(takesArguments(0)), ExecutorAdvice.RunThis.class, "doExec()"));
+    // java.util.concurrent. Workers that were already looping when the agent
+    // attached keep the old runWorker: the task's own run() covers submit() for them.
+    m.add(new Module("jdk-executors", "java.util.concurrent executors and ForkJoin (JDK)", null, Module.JDK)
+        .hook(new Hook("java.util.concurrent.ThreadPoolExecutor",
+            named("execute").and(takesArguments(Runnable.class)), ExecutorAdvice.CaptureArgument.class,
+            "execute(Runnable)"))
+        .hook(new Hook("java.util.concurrent.ScheduledThreadPoolExecutor",
+            named("delayedExecute").and(takesArguments(1)), ExecutorAdvice.CaptureArgument.class,
+            "delayedExecute(task) (schedule*, submit, execute)"))
+        .hook(new Hook("java.util.concurrent.FutureTask",
+            named("run").and(takesArguments(0)), ExecutorAdvice.RunThis.class, "run()"))
+        .hook(new Hook("java.util.concurrent.ForkJoinTask",
+            isConstructor(), ExecutorAdvice.CaptureConstructed.class, "<init>"))
+        .hook(new Hook("java.util.concurrent.ForkJoinTask",
+            named("doExec").and(takesArguments(0)), ExecutorAdvice.RunThis.class, "doExec()")));
 
     // Virtual threads (JDK 21+; absent on older JDKs, so nothing matches there).
-    h.add(new Hook("java.lang.VirtualThread",
-        named("mount").and(takesArguments(0)), ContextAdvice.VirtualMount.class, "mount()"));
-    h.add(new Hook("java.lang.VirtualThread",
-        named("unmount").and(takesArguments(0)), ContextAdvice.VirtualUnmount.class, "unmount()"));
-    h.add(new Hook("java.lang.VirtualThread",
-        isConstructor(), ExecutorAdvice.CaptureConstructed.class, "<init>"));
-    h.add(new Hook("java.lang.VirtualThread",
-        named("run").and(takesArguments(Runnable.class)), ExecutorAdvice.RunThis.class, "run(Runnable)"));
+    m.add(new Module("jdk-virtual-threads", "java.lang.VirtualThread (JDK 21+)", null, Module.JDK)
+        .hook(new Hook("java.lang.VirtualThread",
+            named("mount").and(takesArguments(0)), ContextAdvice.VirtualMount.class, "mount()"))
+        .hook(new Hook("java.lang.VirtualThread",
+            named("unmount").and(takesArguments(0)), ContextAdvice.VirtualUnmount.class, "unmount()"))
+        .hook(new Hook("java.lang.VirtualThread",
+            isConstructor(), ExecutorAdvice.CaptureConstructed.class, "<init>"))
+        .hook(new Hook("java.lang.VirtualThread",
+            named("run").and(takesArguments(Runnable.class)), ExecutorAdvice.RunThis.class, "run(Runnable)")));
 
-    // kotlinx.coroutines.
-    h.add(new Hook("kotlinx.coroutines.DispatchedTask",
-        isConstructor(), CoroutineAdvice.Created.class, "<init>"));
-    h.add(new Hook("kotlinx.coroutines.DispatchedTask",
-        named("run").and(takesArguments(0)), CoroutineAdvice.Run.class, "run()"));
-    h.add(new Hook("kotlinx.coroutines.CancellableContinuationImpl",
-        named("resetStateReusable"), CoroutineAdvice.Created.class, "resetStateReusable()"));
-    h.add(new Hook("kotlinx.coroutines.internal.DispatchedContinuationKt",
-        named("safeDispatch").and(takesArguments(3)), CoroutineAdvice.Dispatched.class, "safeDispatch(..)"));
-    h.add(new Hook("kotlinx.coroutines.internal.DispatchedContinuation",
-        named("dispatchYield$kotlinx_coroutines_core").or(named("dispatchYield")), CoroutineAdvice.Yielded.class,
-        "dispatchYield(..)"));
-    h.add(new Hook("kotlinx.coroutines.DispatchedTaskKt",
-        named("resume").and(takesArguments(3)), CoroutineAdvice.ResumeInline.class, "resume(task, delegate, undispatched)"));
-
-    // kotlinx.coroutines channels: the element carries the sender's id.
+    // kotlinx.coroutines; in channels the element carries the sender's id.
     String channel = "kotlinx.coroutines.channels.BufferedChannel";
-    h.add(new Hook(channel, named("send").and(takesArguments(2)).or(named("trySend-JP2dKIU")),
-        CoroutineAdvice.Sent.class, "send/trySend"));
-    h.add(new Hook(channel, named("tryResumeReceiver").and(takesArguments(2)),
-        CoroutineAdvice.ResumeReceiver.class, "tryResumeReceiver"));
-    h.add(new Hook(channel,
-        named("receive").and(takesArguments(1))
-            .or(named("receiveCatching-JP2dKIU").and(takesArguments(1)))
-            .or(named("tryReceive-PtdJZtk")),
-        CoroutineAdvice.Received.class, "receive/receiveCatching/tryReceive"));
-    h.add(new Hook(channel + "$BufferedChannelIterator", named("next").and(takesArguments(0)),
-        CoroutineAdvice.Received.class, "next()"));
-    h.add(new Hook("kotlinx.coroutines.channels.ConflatedBufferedChannel",
-        named("send").and(takesArguments(2)).or(named("trySend-JP2dKIU")),
-        CoroutineAdvice.Sent.class, "send/trySend"));
+    m.add(new Module("kotlinx-coroutines", "kotlinx.coroutines 1.7+", "kotlinx.coroutines.DispatchedTask",
+            Module.packageVersion("kotlinx.coroutines.DispatchedTask"))
+        .hook(new Hook("kotlinx.coroutines.DispatchedTask",
+            isConstructor(), CoroutineAdvice.Created.class, "<init>"))
+        .hook(new Hook("kotlinx.coroutines.DispatchedTask",
+            named("run").and(takesArguments(0)), CoroutineAdvice.Run.class, "run()"))
+        .hook(new Hook("kotlinx.coroutines.CancellableContinuationImpl",
+            named("resetStateReusable"), CoroutineAdvice.Created.class, "resetStateReusable()"))
+        .hook(new Hook("kotlinx.coroutines.internal.DispatchedContinuationKt",
+            named("safeDispatch").and(takesArguments(3)), CoroutineAdvice.Dispatched.class, "safeDispatch(..)"))
+        .hook(new Hook("kotlinx.coroutines.internal.DispatchedContinuation",
+            named("dispatchYield$kotlinx_coroutines_core").or(named("dispatchYield")), CoroutineAdvice.Yielded.class,
+            "dispatchYield(..)"))
+        .hook(new Hook("kotlinx.coroutines.DispatchedTaskKt",
+            named("resume").and(takesArguments(3)), CoroutineAdvice.ResumeInline.class,
+            "resume(task, delegate, undispatched)"))
+        .hook(new Hook(channel, named("send").and(takesArguments(2)).or(named("trySend-JP2dKIU")),
+            CoroutineAdvice.Sent.class, "send/trySend"))
+        .hook(new Hook(channel, named("tryResumeReceiver").and(takesArguments(2)),
+            CoroutineAdvice.ResumeReceiver.class, "tryResumeReceiver"))
+        .hook(new Hook(channel,
+            named("receive").and(takesArguments(1))
+                .or(named("receiveCatching-JP2dKIU").and(takesArguments(1)))
+                .or(named("tryReceive-PtdJZtk")),
+            CoroutineAdvice.Received.class, "receive/receiveCatching/tryReceive"))
+        .hook(new Hook(channel + "$BufferedChannelIterator", named("next").and(takesArguments(0)),
+            CoroutineAdvice.Received.class, "next()"))
+        .hook(new Hook("kotlinx.coroutines.channels.ConflatedBufferedChannel",
+            named("send").and(takesArguments(2)).or(named("trySend-JP2dKIU")),
+            CoroutineAdvice.Sent.class, "send/trySend")));
 
-    // Ktor's selector loop resumes every socket's coroutines: it must lend none its id.
-    h.add(new Hook("io.ktor.network.selector.ActorSelectorManager",
-        isConstructor(), ContextAdvice.NoRequest.class, "<init> (launches the selector loop)"));
-    h.add(new Hook("io.ktor.network.selector.SelectorManagerSupport",
-        named("handleSelectedKeys"), ContextAdvice.NoRequestGuarded.class, "handleSelectedKeys"));
+    // OkHttp's Dispatcher (5 calls per host by default) starts a queued call
+    // from the thread of the call that just finished: the call carries the
+    // id of the request that enqueued it, which wins over that thread's.
+    m.add(new Module("okhttp-4", "OkHttp 4.x-5.x", "okhttp3.internal.connection.RealCall",
+            Module.staticField("okhttp3.OkHttp", "VERSION"))
+        .hook(new Hook("okhttp3.internal.connection.RealCall$AsyncCall",
+            isConstructor(), CarryAdvice.Capture.class, "<init> (enqueue)"))
+        .hook(new Hook("okhttp3.internal.connection.RealCall$AsyncCall",
+            named("run").and(takesArguments(0)), CarryAdvice.Mount.class, "run()")));
+    m.add(new Module("okhttp-3", "OkHttp 3.x", "okhttp3.RealCall",
+            loader -> (String) Class.forName("okhttp3.internal.Version", true, loader)
+                .getMethod("userAgent").invoke(null))
+        .hook(new Hook("okhttp3.RealCall$AsyncCall",
+            isConstructor(), CarryAdvice.Capture.class, "<init> (enqueue)"))
+        .hook(new Hook("okhttp3.RealCall$AsyncCall",
+            named("execute").and(takesArguments(0)), CarryAdvice.Mount.class, "execute()")));
+
+    // The JDK's java.net.http client, HTTP/1.1: send and sendAsync make a
+    // MultiExchange on the caller's thread; the id goes from it to its
+    // exchanges and their request publisher, whose write task runs on the
+    // client's executor: the request's id is mounted there.
+    String http = "jdk.internal.net.http.";
+    m.add(new Module("jdk-httpclient", "java.net.http.HttpClient, HTTP/1.1 (JDK 11+)", null, Module.JDK)
+        .hook(new Hook(http + "MultiExchange", isConstructor(), CarryAdvice.CaptureWithExchange.class,
+            "<init> (and its first Exchange)"))
+        .hook(new Hook(http + "Exchange", isConstructor().and(takesArgument(1, named(http + "MultiExchange"))),
+            CarryAdvice.InheritArgument1.class, "<init>(request, MultiExchange[, acc])"))
+        .hook(new Hook(http + "Http1Exchange", isConstructor().and(takesArgument(0, named(http + "Exchange"))),
+            CarryAdvice.InheritWithPublisher.class, "<init>(Exchange, HttpConnection) (and its writePublisher)"))
+        .hook(new Hook(http + "Http1Exchange$Http1Publisher$WriteTask", named("run").and(takesArguments(0)),
+            CarryAdvice.MountOuter.class, "run() (writes the request)")));
 
     if (audit) {
-      h.add(new Hook("sun.nio.ch.SocketChannelImpl", named("read").and(takesArgument(0, java.nio.ByteBuffer.class).or(takesArgument(0, java.nio.ByteBuffer[].class))),
-          AuditAdvice.Read.class, "read (audit)"));
-      h.add(new Hook("sun.nio.ch.SocketChannelImpl", named("write").and(takesArgument(0, java.nio.ByteBuffer.class).or(takesArgument(0, java.nio.ByteBuffer[].class))),
-          AuditAdvice.Write.class, "write (audit)"));
+      m.add(new Module("audit", "socket reads and writes (audit=true)", null, Module.JDK)
+          .hook(new Hook("sun.nio.ch.SocketChannelImpl", named("read").and(takesArgument(0, java.nio.ByteBuffer.class).or(takesArgument(0, java.nio.ByteBuffer[].class))),
+              AuditAdvice.Read.class, "read (audit)"))
+          .hook(new Hook("sun.nio.ch.SocketChannelImpl", named("write").and(takesArgument(0, java.nio.ByteBuffer.class).or(takesArgument(0, java.nio.ByteBuffer[].class))),
+              AuditAdvice.Write.class, "write (audit)")));
     }
-    return h;
+    return m;
   }
 }

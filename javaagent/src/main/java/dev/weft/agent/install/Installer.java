@@ -23,6 +23,7 @@ import net.bytebuddy.agent.builder.AgentBuilder;
 import net.bytebuddy.agent.builder.ResettableClassFileTransformer;
 import net.bytebuddy.asm.MemberSubstitution;
 import net.bytebuddy.dynamic.ClassFileLocator;
+import net.bytebuddy.matcher.ElementMatcher;
 import net.bytebuddy.matcher.ElementMatchers;
 
 /**
@@ -58,15 +59,15 @@ public final class Installer {
       Kernel.configure(args.ioctl, args.count);
       warmUp();
 
-      List<Hooks.Hook> hooks = Hooks.all(args.audit);
-      transformer = builder(hooks, jar, report, args).installOn(inst);
+      List<Module> modules = Hooks.all(args.audit);
+      transformer = builder(modules, jar, report, args, inst).installOn(inst);
       installed = true;
       if (!args.ioctl && args.refreshSeconds > 0) {
         startRefresher(args.refreshSeconds);
       }
       if (args.debug) {
         System.err.println("weft-agent: active: mode=" + args.mode() + (attached ? " (attached)" : "")
-            + ", " + hooks.size() + " hooks, instrumented so far " + report.transformed.keySet()
+            + ", " + modules.size() + " modules, instrumented so far " + report.transformed.keySet()
             + (report.errors.isEmpty() ? "" : ", errors " + report.errors));
         report.installed = true;
       }
@@ -113,8 +114,8 @@ public final class Installer {
     ServerStreams.warmUp(probe);
   }
 
-  private static AgentBuilder builder(List<Hooks.Hook> hooks, File jar, Report report, AgentArgs args)
-      throws Exception {
+  private static AgentBuilder builder(List<Module> modules, File jar, Report report, AgentArgs args,
+      Instrumentation inst) throws Exception {
     ClassFileLocator agentClasses = ClassFileLocator.ForJarFile.of(jar);
     AgentBuilder b = new AgentBuilder.Default()
         .disableClassFormatChanges()
@@ -123,26 +124,51 @@ public final class Installer {
         .with(AgentBuilder.PoolStrategy.Default.FAST)
         .with(AgentBuilder.TypeStrategy.Default.DECORATE)
         .with(report.debug(args.debug))
+        // Advice inlined into a named JDK module other than java.base (java.net.http)
+        // calls the agent's bootstrap classes: that module must read theirs.
+        .assureReadEdgeTo(inst, Context.class)
         // JDK classes are wanted; the agent's own and its ByteBuddy are not.
         .ignore(nameStartsWith("dev.weft.agent.").or(ElementMatchers.isSynthetic()));
 
+    // One transformer per class, with every advice its module has for it.
     Map<String, AgentBuilder.Transformer.ForAdvice> byType = new LinkedHashMap<>();
-    for (Hooks.Hook h : hooks) {
-      AgentBuilder.Transformer.ForAdvice t = byType.get(h.type);
-      if (t == null) {
-        t = new AgentBuilder.Transformer.ForAdvice()
-            .include(agentClasses);
+    Map<String, Module> moduleOf = new LinkedHashMap<>();
+    for (Module m : modules) {
+      for (Hooks.Hook h : m.hooks) {
+        AgentBuilder.Transformer.ForAdvice t = byType.get(h.type);
+        if (t == null) {
+          t = new AgentBuilder.Transformer.ForAdvice()
+              .include(agentClasses);
+        }
+        byType.put(h.type, t.advice(h.methods, h.advice));
+        moduleOf.put(h.type, m);
       }
-      byType.put(h.type, t.advice(h.methods, h.advice));
     }
+    report.modules(moduleOf);
     for (Map.Entry<String, AgentBuilder.Transformer.ForAdvice> e : byType.entrySet()) {
-      AgentBuilder.Identified.Extendable ext = b.type(named(e.getKey())).transform(e.getValue());
+      Module m = moduleOf.get(e.getKey());
+      AgentBuilder.Identified.Extendable ext = b.type(named(e.getKey()), new Gate(m.marker))
+          .transform(e.getValue());
       if (e.getKey().equals("java.util.concurrent.ThreadPoolExecutor")) {
         ext = ext.transform(poolWorkerLoop());
       }
       b = ext;
     }
     return b;
+  }
+
+  /** A module applies only where its library's marker class is visible. */
+  static final class Gate extends ElementMatcher.Junction.AbstractBase<ClassLoader> {
+    private final String resource;
+
+    Gate(String marker) {
+      this.resource = marker == null ? null : marker.replace('.', '/') + ".class";
+    }
+
+    @Override
+    public boolean matches(ClassLoader loader) {
+      return resource == null || (loader != null && loader.getResource(resource) != null);
+    }
   }
 
   /**
@@ -176,16 +202,26 @@ public final class Installer {
     t.start();
   }
 
-  /** What got instrumented, and what failed (debug=true prints it once). */
+  /**
+   * What got instrumented, and what failed. Each module says once per class
+   * loader that it applied, with the library version found there; a class that
+   * cannot be instrumented is named (the others stay instrumented).
+   */
   static final class Report extends AgentBuilder.Listener.Adapter {
     final Map<String, Boolean> transformed = new java.util.concurrent.ConcurrentSkipListMap<>();
     final Map<String, String> errors = new java.util.concurrent.ConcurrentSkipListMap<>();
+    private final java.util.Set<String> applied = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private Map<String, Module> moduleOf = new LinkedHashMap<>();
     private boolean debug;
     volatile boolean installed;
 
     Report debug(boolean on) {
       debug = on;
       return this;
+    }
+
+    void modules(Map<String, Module> byType) {
+      moduleOf = byType;
     }
 
     @Override
@@ -195,15 +231,36 @@ public final class Installer {
       if (debug && installed) {
         System.err.println("weft-agent: instrumented " + type.getName()); // once per class, at load
       }
+      Module m = moduleOf.get(type.getName());
+      if (m != null && applied.add(m.name + "@" + System.identityHashCode(loader))) {
+        announce(m, loader);
+      }
     }
 
     @Override
     public void onError(String typeName, ClassLoader loader, net.bytebuddy.utility.JavaModule module,
         boolean loaded, Throwable throwable) {
       errors.put(typeName, oneLine(throwable));
-      if (debug && installed) {
-        System.err.println("weft-agent: could not instrument " + typeName + ": " + oneLine(throwable));
-      }
+      Module m = moduleOf.get(typeName);
+      System.err.println("weft-agent: could not instrument " + typeName + (m == null ? "" : " (module " + m.name + ")")
+          + ": " + oneLine(throwable));
+    }
+
+    /**
+     * Off the class-loading path: the version probe may load the library's
+     * classes, which must not happen inside the transformation of one. Not a
+     * daemon, so that a JVM that exits at once still prints it (200 ms later).
+     */
+    private static void announce(Module m, ClassLoader loader) {
+      Thread t = new Thread(() -> {
+        try {
+          Thread.sleep(200);
+        } catch (InterruptedException e) {
+          return;
+        }
+        System.err.println("weft-agent: module " + m.name + " (" + m.library + ") applied: " + m.versionIn(loader));
+      }, "weft-agent-report");
+      t.start();
     }
   }
 }

@@ -1,0 +1,80 @@
+package dev.weft.agent.advice;
+
+import dev.weft.agent.bootstrap.Carried;
+import net.bytebuddy.asm.Advice;
+
+/** A library's request objects carry the id of the request that made them (see Carried). */
+public final class CarryAdvice {
+  private CarryAdvice() {}
+
+  /** Constructor of a request object (OkHttp's AsyncCall, the JDK's MultiExchange). */
+  public static final class Capture {
+    @Advice.OnMethodExit(suppress = Throwable.class)
+    static void exit(@Advice.This Object request) {
+      Carried.capture(request);
+    }
+  }
+
+  /**
+   * The JDK's MultiExchange constructor: it builds its first Exchange inside
+   * (before this exit), so that one takes the id here too.
+   */
+  public static final class CaptureWithExchange {
+    @Advice.OnMethodExit(suppress = Throwable.class)
+    static void exit(@Advice.This Object multi, @Advice.FieldValue("exchange") Object exchange) {
+      Carried.capture(multi);
+      Carried.inherit(exchange, multi);
+    }
+  }
+
+  /**
+   * The JDK's Http1Exchange(Exchange, HttpConnection) constructor: it works
+   * for its Exchange, and so does the publisher of its request bytes, built
+   * inside it.
+   */
+  public static final class InheritWithPublisher {
+    @Advice.OnMethodExit(suppress = Throwable.class)
+    static void exit(@Advice.This Object exchange, @Advice.Argument(0) Object parent,
+        @Advice.FieldValue("writePublisher") Object publisher) {
+      Carried.inherit(exchange, parent);
+      Carried.inherit(publisher, exchange);
+    }
+  }
+
+  /** Constructor whose second argument is the object it works for (Exchange(request, MultiExchange, ..)). */
+  public static final class InheritArgument1 {
+    @Advice.OnMethodExit(suppress = Throwable.class)
+    static void exit(@Advice.This Object child, @Advice.Argument(1) Object parent) {
+      Carried.inherit(child, parent);
+    }
+  }
+
+  /**
+   * The run() of an inner class whose outer object carries the id (the
+   * JDK's Http1Publisher$WriteTask, which its client's executor runs).
+   */
+  public static final class MountOuter {
+    @Advice.OnMethodEnter(suppress = Throwable.class)
+    static long enter(@Advice.FieldValue("this$1") Object outer) {
+      return Carried.mount(outer);
+    }
+
+    @Advice.OnMethodExit(onThrowable = Throwable.class, suppress = Throwable.class)
+    static void exit(@Advice.Enter long prev) {
+      Carried.restore(prev);
+    }
+  }
+
+  /** A method that runs or writes the request: its id is mounted around it. */
+  public static final class Mount {
+    @Advice.OnMethodEnter(suppress = Throwable.class)
+    static long enter(@Advice.This Object request) {
+      return Carried.mount(request);
+    }
+
+    @Advice.OnMethodExit(onThrowable = Throwable.class, suppress = Throwable.class)
+    static void exit(@Advice.Enter long prev) {
+      Carried.restore(prev);
+    }
+  }
+}
