@@ -66,14 +66,21 @@ type jvm struct {
 // startJVM runs a demo service on a free port and waits until it answers.
 func startJVM(t *testing.T, java, service string, env []string, opts ...string) jvm {
 	t.Helper()
+	return startJVMJar(t, java, service, serviceJar(service), env, opts...)
+}
+
+// startJVMJar runs jar as service name (OTEL_SERVICE_NAME) on a free port
+// and waits until it answers /health.
+func startJVMJar(t *testing.T, java, name, jar string, env []string, opts ...string) jvm {
+	t.Helper()
 	port := freePort(t)
-	args := append(append([]string{"-XX:+PreserveFramePointer"}, opts...), "-jar", serviceJar(service))
+	args := append(append([]string{"-XX:+PreserveFramePointer"}, opts...), "-jar", jar)
 	p := &proc{cmd: exec.Command(java, args...), done: make(chan struct{})}
-	p.cmd.Env = append(append(os.Environ(), "OTEL_SERVICE_NAME="+service, "PORT="+strconv.Itoa(port)), env...)
+	p.cmd.Env = append(append(os.Environ(), "OTEL_SERVICE_NAME="+name, "PORT="+strconv.Itoa(port)), env...)
 	p.cmd.Stdout = p
 	p.cmd.Stderr = p
 	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", service, err)
+		t.Fatalf("start %s: %v", name, err)
 	}
 	go func() { p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(p.stop)
@@ -81,7 +88,7 @@ func startJVM(t *testing.T, java, service string, env []string, opts ...string) 
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		if !p.Alive() {
-			t.Fatalf("%s exited:\n%s", service, p.Output())
+			t.Fatalf("%s exited:\n%s", name, p.Output())
 		}
 		if resp, err := http.Get(j.url + "/health"); err == nil {
 			resp.Body.Close()
@@ -91,7 +98,7 @@ func startJVM(t *testing.T, java, service string, env []string, opts ...string) 
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatalf("%s not answering after 60s:\n%s", service, p.Output())
+	t.Fatalf("%s not answering after 60s:\n%s", name, p.Output())
 	return j
 }
 

@@ -46,7 +46,8 @@ private fun Application.drainOnStop(limitMillis: Long) {
 fun Application.backendRoutes() {
     drainOnStop(limitMillis = 3_000)
     routing {
-        get("/work") {
+        // /work and /work/<anything> (the test apps put the request number there).
+        get("/work/{rest...}") {
             // Suspends rather than blocks, so the request leaves its thread and comes back.
             delay(20)
             call.respondText("work done")
