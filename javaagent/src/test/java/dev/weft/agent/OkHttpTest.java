@@ -11,7 +11,6 @@ import java.io.OutputStream;
 import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
 import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.URL;
 import java.net.URLClassLoader;
@@ -78,21 +77,8 @@ class OkHttpTest {
         throw new UnsupportedOperationException();
       }
     };
-    HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-    int[] port = new int[1];
-    server.createContext("/", ex -> {
-      try {
-        Thread.sleep(5); // lets the next calls queue up behind this one
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-      byte[] body = "ok".getBytes(StandardCharsets.US_ASCII);
-      ex.sendResponseHeaders(200, body.length);
-      ex.getResponseBody().write(body);
-      ex.close();
-    });
-    server.start();
-    port[0] = server.getAddress().getPort();
+    HttpServer server = Servers.slowOk();
+    int[] port = {server.getAddress().getPort()};
     try {
       Class<?> clientBuilder = loader.loadClass("okhttp3.OkHttpClient$Builder");
       Object cbuilder = clientBuilder.getConstructor().newInstance();

@@ -11,14 +11,15 @@ public final class AuditAdvice {
   public static final class Read {
     @Advice.OnMethodExit(suppress = Throwable.class)
     static void exit(@Advice.This Object ch, @Advice.Return(typing = Assigner.Typing.DYNAMIC) Object n) {
-      Audit.io(ch, false, ((Number) n).longValue());
+      Audit.io(ch, false, ((Number) n).longValue(), null);
     }
   }
 
   public static final class Write {
     @Advice.OnMethodExit(suppress = Throwable.class)
-    static void exit(@Advice.This Object ch, @Advice.Return(typing = Assigner.Typing.DYNAMIC) Object n) {
-      Audit.io(ch, true, ((Number) n).longValue());
+    static void exit(@Advice.This Object ch, @Advice.Argument(0) Object src,
+        @Advice.Return(typing = Assigner.Typing.DYNAMIC) Object n) {
+      Audit.io(ch, true, ((Number) n).longValue(), src);
     }
   }
 }

@@ -49,6 +49,51 @@ public final class CarryAdvice {
     }
   }
 
+  /** Constructor whose only argument is the object it works for (a retry's copy of its original). */
+  public static final class InheritArgument0 {
+    @Advice.OnMethodExit(suppress = Throwable.class)
+    static void exit(@Advice.This Object child, @Advice.Argument(0) Object parent) {
+      Carried.inherit(child, parent);
+    }
+  }
+
+  /**
+   * Apache HttpClient 5 async: an execution's scope, built on the caller's
+   * thread; its context object goes along to the I/O reactor with the request.
+   */
+  public static final class CaptureClientContext {
+    @Advice.OnMethodExit(suppress = Throwable.class)
+    static void exit(@Advice.FieldValue("clientContext") Object context) {
+      Carried.capture(context);
+    }
+  }
+
+  /** Apache HttpCore 5: a request's execution command works for its context's request. */
+  public static final class InheritContext {
+    @Advice.OnMethodExit(suppress = Throwable.class)
+    static void exit(@Advice.This Object command, @Advice.FieldValue("context") Object context) {
+      Carried.inherit(command, context);
+    }
+  }
+
+  /**
+   * Apache HttpCore 5: an HTTP/1.1 connection starts a request's exchange
+   * (argument 0, its command) and writes its head. The connection works for
+   * that request until the next one, so later writes of its body find it too.
+   */
+  public static final class MountCommand {
+    @Advice.OnMethodEnter(suppress = Throwable.class)
+    static long enter(@Advice.This Object connection, @Advice.Argument(0) Object command) {
+      Carried.follow(connection, command);
+      return Carried.mount(command);
+    }
+
+    @Advice.OnMethodExit(onThrowable = Throwable.class, suppress = Throwable.class)
+    static void exit(@Advice.Enter long prev) {
+      Carried.restore(prev);
+    }
+  }
+
   /**
    * The run() of an inner class whose outer object carries the id (the
    * JDK's Http1Publisher$WriteTask, which its client's executor runs).

@@ -22,6 +22,14 @@ public final class ContextAdvice {
     }
   }
 
+  /** A server's pass over a connection goes on to its next request (see Context.renew). */
+  public static final class NextRequest {
+    @Advice.OnMethodExit(suppress = Throwable.class)
+    static void exit() {
+      Context.renew();
+    }
+  }
+
   /** Ktor CIO: a server accepted a socket (argument 0), before its reader coroutine exists. */
   public static final class ServerAccepted {
     @Advice.OnMethodEnter(suppress = Throwable.class)

@@ -30,6 +30,15 @@ public final class Carried {
   }
 
   /**
+   * child works for what parent works for now, or for no request when parent
+   * has none: a reused object (a connection) must not keep the id of the
+   * request it worked for before.
+   */
+  public static void follow(Object child, Object parent) {
+    IDS.put(child, IDS.get(parent));
+  }
+
+  /**
    * Mounts request's id for the code that writes it, or nothing (0) when it
    * has none: no request is better than the running thread's, which may be
    * another request's. Returns what to restore.

@@ -51,6 +51,19 @@ public final class Context {
     swap(prev);
   }
 
+  /**
+   * The request this thread reads for has ended and the server reads the next
+   * one in the same pass (a kept-alive connection whose next request had
+   * arrived): a fresh id for it, so that work the first left behind never
+   * takes the second for its parent. Only under an id a server hook mounted:
+   * after a run-time attach, a pass already running has none to renew.
+   */
+  public static void renew() {
+    if (STATE.get().id != 0) {
+      swap(Ids.next());
+    }
+  }
+
   /** Starts a new request on this thread (a server is about to read one); returns the previous id. */
   public static long begin() {
     return swap(Ids.next());

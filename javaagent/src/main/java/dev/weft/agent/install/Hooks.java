@@ -2,6 +2,7 @@ package dev.weft.agent.install;
 
 import static net.bytebuddy.matcher.ElementMatchers.isConstructor;
 import static net.bytebuddy.matcher.ElementMatchers.named;
+import static net.bytebuddy.matcher.ElementMatchers.not;
 import static net.bytebuddy.matcher.ElementMatchers.takesArgument;
 import static net.bytebuddy.matcher.ElementMatchers.takesArguments;
 
@@ -51,6 +52,17 @@ final class Hooks {
         .hook(new Hook("io.netty.util.concurrent.AbstractEventExecutor",
             named("safeExecute").or(named("runTask")).and(takesArguments(Runnable.class)),
             ExecutorAdvice.RunArgument.class, "safeExecute/runTask(Runnable)")));
+
+    // Tomcat (Spring MVC's server): a pass of a connection's HTTP/1.1
+    // processor reads a request and runs its servlet on the same thread, and
+    // goes on to the next request when its bytes are already there.
+    m.add(new Module("tomcat", "Tomcat 9-11, HTTP/1.1 connectors", "org.apache.coyote.http11.Http11Processor",
+            loader -> (String) Class.forName("org.apache.catalina.util.ServerInfo", true, loader)
+                .getMethod("getServerNumber").invoke(null))
+        .hook(new Hook("org.apache.coyote.http11.Http11Processor",
+            named("service").and(takesArguments(1)), ContextAdvice.ServerRead.class, "service(SocketWrapperBase)"))
+        .hook(new Hook("org.apache.coyote.http11.Http11InputBuffer",
+            named("nextRequest").and(takesArguments(0)), ContextAdvice.NextRequest.class, "nextRequest()")));
 
     m.add(new Module("jdk-httpserver", "com.sun.net.httpserver (JDK)", null, Module.JDK)
         .hook(new Hook("sun.net.httpserver.ServerImpl$Exchange",
@@ -166,6 +178,40 @@ final class Hooks {
             CarryAdvice.InheritWithPublisher.class, "<init>(Exchange, HttpConnection) (and its writePublisher)"))
         .hook(new Hook(http + "Http1Exchange$Http1Publisher$WriteTask", named("run").and(takesArguments(0)),
             CarryAdvice.MountOuter.class, "run() (writes the request)")));
+
+    // Apache HttpClient 5 async: the request leaves the caller's thread with
+    // its context; the I/O reactor writes it from the connection's duplexer.
+    // (The classic client writes on the caller's thread: nothing to carry.)
+    String core = "org.apache.hc.core5.http.impl.nio.";
+    m.add(new Module("apache-httpclient-5", "Apache HttpClient 5.1-5.6 async, HTTP/1.1",
+            "org.apache.hc.client5.http.impl.async.InternalAbstractHttpAsyncClient",
+            Module.resourceProperty("org/apache/hc/client5/version.properties", "info.release"))
+        .hook(new Hook("org.apache.hc.client5.http.async.AsyncExecChain$Scope", isConstructor(),
+            CarryAdvice.CaptureClientContext.class, "<init> (on the caller's thread)"))
+        .hook(new Hook("org.apache.hc.core5.http.nio.command.RequestExecutionCommand", isConstructor(),
+            CarryAdvice.InheritContext.class, "<init>"))
+        .hook(new Hook(core + "ClientHttp1StreamDuplexer",
+            named("execute").and(takesArguments(1)), CarryAdvice.MountCommand.class,
+            "execute(RequestExecutionCommand) (writes the head)"))
+        .hook(new Hook(core + "AbstractHttp1StreamDuplexer",
+            named("onOutput").and(takesArguments(0)), CarryAdvice.Mount.class, "onOutput() (later writes)")));
+
+    // Reactor Netty's HttpClient (Spring's WebClient): an acquire of a pooled
+    // connection is made on the subscriber's thread; the pool delivers the
+    // connection, and the request is written, from whatever thread released
+    // or connected it (another request's read, a connect on the event loop).
+    String acquire = "reactor.netty.resources.DefaultPooledConnectionProvider$DisposableAcquire";
+    m.add(new Module("reactor-netty-client", "Reactor Netty 1.2-1.3 HttpClient, HTTP/1.1",
+            "reactor.netty.resources.DefaultPooledConnectionProvider",
+            Module.packageVersion("reactor.netty.resources.DefaultPooledConnectionProvider"))
+        .hook(new Hook(acquire, isConstructor().and(takesArguments(1)), CarryAdvice.InheritArgument0.class,
+            "<init>(DisposableAcquire) (a retry)"))
+        .hook(new Hook(acquire, isConstructor().and(not(takesArguments(1))), CarryAdvice.Capture.class,
+            "<init> (on the subscriber's thread)"))
+        .hook(new Hook(acquire,
+            named("onNext").or(named("run")).or(named("onStateChange")).or(named("onUncaughtException"))
+                .or(named("onError")),
+            CarryAdvice.Mount.class, "onNext/run/onStateChange/onUncaughtException/onError")));
 
     if (audit) {
       m.add(new Module("audit", "socket reads and writes (audit=true)", null, Module.JDK)
