@@ -73,6 +73,7 @@ type Stats struct {
 	Events       atomic.Uint64
 	ServerSpans  atomic.Uint64
 	ClientSpans  atomic.Uint64
+	ClientRoots  atomic.Uint64 // client spans that started a trace: no request of the sender's was known
 	ParseErrors  atomic.Uint64 // messages the parser could not make sense of
 	NotHTTP      atomic.Uint64 // connections recognised as another protocol
 	Timeouts     atomic.Uint64 // requests ended by RequestTimeout
@@ -93,6 +94,7 @@ func (s *Stats) Snapshot() map[string]uint64 {
 		"correlate_events":           s.Events.Load(),
 		"spans_server":               s.ServerSpans.Load(),
 		"spans_client":               s.ClientSpans.Load(),
+		"spans_client_root":          s.ClientRoots.Load(),
 		"parse_errors":               s.ParseErrors.Load(),
 		"conns_not_http":             s.NotHTTP.Load(),
 		"requests_timed_out":         s.Timeouts.Load(),
@@ -506,6 +508,9 @@ func (c *Correlator) done(ex *exchange) {
 		c.stats.ServerSpans.Add(1)
 	} else {
 		c.stats.ClientSpans.Add(1)
+		if !ex.span.ParentID.IsValid() {
+			c.stats.ClientRoots.Add(1)
+		}
 	}
 	// An unsampled span is named only when span metrics need its route.
 	if c.opts.Observe != nil {

@@ -123,6 +123,9 @@ func TestNoKernelIDsNoGuessedParent(t *testing.T) {
 	if n := r.c.Stats().NoKernelCtx.Load(); n != 2 {
 		t.Errorf("spans without kernel ids counted %d, want 2", n)
 	}
+	if n := r.c.Stats().ClientRoots.Load(); n != 1 {
+		t.Errorf("client spans that started a trace counted %d, want 1", n)
+	}
 }
 
 // A span's duration is the difference of its kernel timestamps even when
@@ -263,6 +266,9 @@ func TestKernelAssignedIDsWin(t *testing.T) {
 	}
 	if c.TraceID != trace || c.SpanID != cli || c.ParentID != srv || c.ParentRemote {
 		t.Errorf("client span ignored the kernel's ids: %+v", c)
+	}
+	if n := r.c.Stats().ClientRoots.Load(); n != 0 {
+		t.Errorf("a client span with a parent counted as starting a trace (%d)", n)
 	}
 }
 
