@@ -15,9 +15,25 @@ func testAppJar(name string) string {
 	return filepath.Join(repoRoot(), "test", "apps", "jvm", name, "target", name+".jar")
 }
 
-// jvmClients are the client routes of the test apps (test/apps/jvm): each
-// request /<client>/N makes one backend call /work/N/<client>.
-var jvmClients = []string{"cio", "ktor-okhttp", "okhttp-execute", "okhttp-enqueue", "jdk-send", "jdk-sendasync", "urlconnection"}
+// jvmApp is a test app (test/apps/jvm) as one configuration runs it: each
+// request /<client>/N makes one backend call /work/N/<client>, and /fan/N
+// makes three at once.
+type jvmApp struct {
+	name, jar string
+	env       []string
+	clients   []string
+	modules   []string // the agent modules its log must say applied
+}
+
+func (a jvmApp) routes() []frontPath {
+	var routes []frontPath
+	for _, c := range a.clients {
+		routes = append(routes, frontPath{"/" + c + "/", 1})
+	}
+	return append(routes, frontPath{"/fan/", 3})
+}
+
+var ktorClients = []string{"cio", "ktor-okhttp", "ktor-java", "ktor-apache5", "okhttp-execute", "okhttp-enqueue", "jdk-send", "jdk-sendasync", "urlconnection"}
 
 // checkClientParents sends 200 numbered requests at concurrency 32 to each
 // client route of front (service name "front", backend "backend") and to
@@ -28,58 +44,72 @@ func checkClientParents(t *testing.T, w *weft, rcv *otlptest.Receiver, front jvm
 	const n, conc = 200, 32
 	for _, ep := range routes {
 		rcv.Reset()
+		before, _ := w.Metrics()
 		numberedLoad(t, front.url+ep.path, n, conc)
 		spans := collectSpans(t, rcv, n*(1+2*ep.calls), 60*time.Second)
 		r := checkParents(spans, "front", "backend")
 		m, _ := w.Metrics()
-		t.Logf("%s: %s; refused: ambiguous %d, unknown %d, ended %d", ep.path, r, m["parent_refused_ambiguous"],
-			m["parent_refused_unknown_runtime"], m["parent_refused_ended"])
+		roots := m["spans_client_root"] - before["spans_client_root"]
+		t.Logf("%s: %s; client spans that started a trace %d; refused: ambiguous %d, unknown %d, ended %d", ep.path, r,
+			roots, m["parent_refused_ambiguous"], m["parent_refused_unknown_runtime"], m["parent_refused_ended"])
 		if r.wrong != 0 || r.right != n*ep.calls {
 			t.Errorf("%s: right %d, wrong %d, split %d of %d calls; spans by service and kind: %v",
 				ep.path, r.right, r.wrong, r.split, n*ep.calls, countByKind(spans))
 		}
+		// Every split is counted, and nothing else is.
+		if roots != uint64(r.splitClients) {
+			t.Errorf("%s: weft_spans_client_root grew by %d, %d client spans without a parent", ep.path, roots, r.splitClients)
+		}
 	}
 }
 
-// The Ktor 3 test app calls its backend through every JVM client it has,
-// on JDK 17 and JDK 25, with the agent loaded by -javaagent and attached
-// at run time (`weft java attach`).
-func TestJVMClientsKtor3(t *testing.T) {
+// The Ktor test apps (Ktor 2.3 with OkHttp 4, Ktor 3.5 with OkHttp 5) call
+// their backend through every JVM client they have.
+func TestJVMClientsKtor(t *testing.T) {
+	ktorModules := []string{"okhttp-4", "jdk-httpclient", "apache-httpclient-5", "kotlinx-coroutines", "netty"}
+	runJVMClients(t, []jvmApp{
+		{name: "ktor2", jar: testAppJar("ktor2"), clients: ktorClients, modules: ktorModules},
+		{name: "ktor3", jar: testAppJar("ktor3"), clients: ktorClients, modules: ktorModules},
+	})
+}
+
+// runJVMClients runs each app in front of the demo backend on JDK 17 and
+// JDK 25, with the agent loaded by -javaagent and attached at run time
+// (`weft java attach`), and checks every client's parents.
+func runJVMClients(t *testing.T, apps []jvmApp) {
 	setup(t)
 	buildJava(t)
-	var routes []frontPath
-	for _, c := range jvmClients {
-		routes = append(routes, frontPath{"/" + c + "/", 1})
-	}
-	routes = append(routes, frontPath{"/fan/", 3})
-	for _, name := range []string{"jdk17", "jdk25"} {
-		for _, load := range []string{"javaagent", "attach"} {
-			t.Run(name+"/"+load, func(t *testing.T) {
-				rcv := otlptest.Start(t)
-				var opts []string
-				if load == "javaagent" {
-					opts = []string{"-javaagent:" + agentJar()}
-				}
-				back := startJVMJar(t, jdks[name], "backend", serviceJar("backend"), nil, opts...)
-				front := startJVMJar(t, jdks[name], "front", testAppJar("ktor3"), []string{"BACKEND_URL=" + back.url}, opts...)
-				w := startWeft(t, rcv, "--pid="+strconv.Itoa(back.Pid())+","+strconv.Itoa(front.Pid()))
-				if load == "attach" {
-					for _, p := range []*proc{back.proc, front.proc} {
-						out, err := exec.Command(bins.weft, "java", "attach", strconv.Itoa(p.Pid())).CombinedOutput()
-						if err != nil {
-							t.Fatalf("weft java attach %d: %v\n%s", p.Pid(), err, out)
+	for _, app := range apps {
+		for _, name := range []string{"jdk17", "jdk25"} {
+			for _, load := range []string{"javaagent", "attach"} {
+				t.Run(app.name+"/"+name+"/"+load, func(t *testing.T) {
+					rcv := otlptest.Start(t)
+					var opts []string
+					if load == "javaagent" {
+						opts = []string{"-javaagent:" + agentJar()}
+					}
+					back := startJVMJar(t, jdks[name], "backend", serviceJar("backend"), nil, opts...)
+					front := startJVMJar(t, jdks[name], "front", app.jar, append([]string{"BACKEND_URL=" + back.url}, app.env...), opts...)
+					w := startWeft(t, rcv, "--pid="+strconv.Itoa(back.Pid())+","+strconv.Itoa(front.Pid()))
+					if load == "attach" {
+						for _, p := range []*proc{back.proc, front.proc} {
+							out, err := exec.Command(bins.weft, "java", "attach", strconv.Itoa(p.Pid())).CombinedOutput()
+							if err != nil {
+								t.Fatalf("weft java attach %d: %v\n%s", p.Pid(), err, out)
+							}
 						}
 					}
-				}
-				// Warm-up: class loading, JIT, and every client's pooled
-				// connections opened under weft.
-				for _, r := range routes {
-					numberedLoad(t, front.url+r.path, 40, 8)
-				}
-				quiesce(rcv, 20*time.Second)
-				checkClientParents(t, w, rcv, front, routes)
-				checkModulesApplied(t, front, "okhttp-4", "jdk-httpclient", "kotlinx-coroutines", "netty")
-			})
+					routes := app.routes()
+					// Warm-up: class loading, JIT, and every client's pooled
+					// connections opened under weft.
+					for _, r := range routes {
+						numberedLoad(t, front.url+r.path, 40, 8)
+					}
+					quiesce(rcv, 20*time.Second)
+					checkClientParents(t, w, rcv, front, routes)
+					checkModulesApplied(t, front, app.modules...)
+				})
+			}
 		}
 	}
 }

@@ -1,0 +1,36 @@
+// ktor2: a Ktor 2 server (Netty) serving the routes of Routes (Clients.kt),
+// which call the backend through each JVM HTTP client.
+package weft.testapp.ktor
+
+import io.ktor.http.HttpStatusCode
+import io.ktor.server.application.call
+import io.ktor.server.engine.embeddedServer
+import io.ktor.server.netty.Netty
+import io.ktor.server.response.respondText
+import io.ktor.server.routing.get
+import io.ktor.server.routing.routing
+
+fun main() {
+    val bind = env("BIND", "127.0.0.1")
+    val port = env("PORT", "8080").toInt()
+    val backend = env("BACKEND_URL", "http://127.0.0.1:8082").trimEnd('/')
+    val routes = Routes(backend)
+    val server = embeddedServer(Netty, port = port, host = bind) {
+        routing {
+            get("/health") { call.respondText("ok") }
+            get("/{client}/{n}") {
+                val client = call.parameters["client"]!!
+                val body = routes.call(client, call.parameters["n"]!!)
+                if (body == null) {
+                    call.respondText("no client $client", status = HttpStatusCode.NotFound)
+                } else {
+                    call.respondText(body)
+                }
+            }
+            get("/fan/{n}") { call.respondText(routes.fan(call.parameters["n"]!!)) }
+        }
+    }
+    server.start(wait = false)
+    println("ktor2: listening on http://$bind:$port, backend $backend")
+    Thread.currentThread().join()
+}
