@@ -13,7 +13,9 @@ build_reactor() {
 	local modules=() inputs=("$dir/pom.xml")
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do
 		modules+=("$1")
-		inputs+=("$dir/$1/pom.xml" "$dir/$1/src")
+		inputs+=("$dir/$1/pom.xml")
+		# A module may build a source set it shares with others (named after --).
+		[ -d "$dir/$1/src" ] && inputs+=("$dir/$1/src")
 		shift
 	done
 	[ $# -gt 0 ] && shift
@@ -58,4 +60,4 @@ build_reactor() {
 
 build_reactor demo/services backend frontend jfront
 # The test apps' parent is the demo's pom: a change there rebuilds them too.
-build_reactor test/apps/jvm ktor2 ktor3 -- demo/services/pom.xml test/apps/jvm/ktor-clients/src
+build_reactor test/apps/jvm ktor2 ktor3 -- demo/services/pom.xml test/apps/jvm/ktor-app/src

@@ -1,5 +1,7 @@
-// ktor2: a Ktor 2 server (Netty) serving the routes of Routes (Clients.kt),
-// which call the backend through each JVM HTTP client.
+// The Ktor test app's server (Netty), built against Ktor 2.x as ktor2 and
+// 3.x as ktor3: the routes of Routes (Clients.kt), which call the backend
+// through each JVM HTTP client. (The `call` import is Ktor 2's; on Ktor 3
+// the routing context's own `call` wins over it.)
 package weft.testapp.ktor
 
 import io.ktor.http.HttpStatusCode
@@ -31,6 +33,6 @@ fun main() {
         }
     }
     server.start(wait = false)
-    println("ktor2: listening on http://$bind:$port, backend $backend")
+    println("ktor test app: listening on http://$bind:$port, backend $backend")
     Thread.currentThread().join()
 }

@@ -1,7 +1,6 @@
-// What the ktor2 and ktor3 test apps share (this file is compiled into both,
-// against Ktor 2.x and 3.x; each has its own Main.kt, as the routing API
-// differs): every JVM HTTP client they call their backend through, and what
-// their routes do. GET /{client}/{n} waits 0-10 ms, then calls
+// The Ktor test app (built against Ktor 2.x as ktor2 and 3.x as ktor3):
+// every JVM HTTP client it calls its backend through, and what its routes
+// do. GET /{client}/{n} waits 0-10 ms, then calls
 // BACKEND_URL/work/{n}/{client}; GET /fan/{n} calls three clients at once
 // (/work/{n}/fan-{client}). The request number n in both paths makes a span
 // under the wrong request visible.
