@@ -60,4 +60,4 @@ build_reactor() {
 
 build_reactor demo/services backend frontend jfront
 # The test apps' parent is the demo's pom: a change there rebuilds them too.
-build_reactor test/apps/jvm ktor2 ktor3 -- demo/services/pom.xml test/apps/jvm/ktor-app/src
+build_reactor test/apps/jvm ktor2 ktor3 spring -- demo/services/pom.xml test/apps/jvm/ktor-app/src

@@ -16,12 +16,13 @@ func testAppJar(name string) string {
 }
 
 // jvmApp is a test app (test/apps/jvm) as one configuration runs it: each
-// request /<client>/N makes one backend call /work/N/<client>, and /fan/N
-// makes three at once.
+// request /<client>/N makes one backend call /work/N/<client>, /fan/N
+// makes three at once, and each extra route its own number of calls.
 type jvmApp struct {
 	name, jar string
 	env       []string
 	clients   []string
+	extra     []frontPath
 	modules   []string // the agent modules its log must say applied
 }
 
@@ -30,10 +31,13 @@ func (a jvmApp) routes() []frontPath {
 	for _, c := range a.clients {
 		routes = append(routes, frontPath{"/" + c + "/", 1})
 	}
-	return append(routes, frontPath{"/fan/", 3})
+	return append(append(routes, frontPath{"/fan/", 3}), a.extra...)
 }
 
 var ktorClients = []string{"cio", "ktor-okhttp", "ktor-java", "ktor-apache5", "okhttp-execute", "okhttp-enqueue", "jdk-send", "jdk-sendasync", "urlconnection"}
+
+var springClients = []string{"okhttp-execute", "jdk-send", "urlconnection", "apache5-classic",
+	"okhttp-enqueue", "jdk-sendasync", "apache5-async", "webclient"}
 
 // checkClientParents sends 200 numbered requests at concurrency 32 to each
 // client route of front (service name "front", backend "backend") and to
@@ -70,6 +74,18 @@ func TestJVMClientsKtor(t *testing.T) {
 	runJVMClients(t, []jvmApp{
 		{name: "ktor2", jar: testAppJar("ktor2"), clients: ktorClients, modules: ktorModules},
 		{name: "ktor3", jar: testAppJar("ktor3"), clients: ktorClients, modules: ktorModules},
+	})
+}
+
+// The Spring Boot test app, served by Spring MVC on Tomcat and by WebFlux
+// on Reactor Netty, calls its backend through every JVM client it has.
+func TestJVMClientsSpring(t *testing.T) {
+	jar := testAppJar("spring")
+	runJVMClients(t, []jvmApp{
+		{name: "mvc", jar: jar, env: []string{"WEB_STACK=mvc"}, clients: springClients,
+			modules: []string{"tomcat", "okhttp-4", "jdk-httpclient", "apache-httpclient-5", "reactor-netty-client", "jdk-executors"}},
+		{name: "webflux", jar: jar, env: []string{"WEB_STACK=webflux"}, clients: springClients,
+			modules: []string{"netty", "okhttp-4", "jdk-httpclient", "apache-httpclient-5", "reactor-netty-client", "jdk-executors"}},
 	})
 }
 

@@ -1,0 +1,154 @@
+package weft.testapp.spring;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.HttpURLConnection;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import okhttp3.Call;
+import okhttp3.Callback;
+import okhttp3.OkHttpClient;
+import okhttp3.Request;
+import okhttp3.Response;
+import org.apache.hc.client5.http.async.methods.SimpleHttpRequest;
+import org.apache.hc.client5.http.async.methods.SimpleHttpResponse;
+import org.apache.hc.client5.http.async.methods.SimpleRequestBuilder;
+import org.apache.hc.client5.http.classic.methods.HttpGet;
+import org.apache.hc.client5.http.impl.async.CloseableHttpAsyncClient;
+import org.apache.hc.client5.http.impl.async.HttpAsyncClients;
+import org.apache.hc.client5.http.impl.classic.CloseableHttpClient;
+import org.apache.hc.client5.http.impl.classic.HttpClients;
+import org.apache.hc.core5.concurrent.FutureCallback;
+import org.apache.hc.core5.http.io.entity.EntityUtils;
+import org.springframework.web.reactive.function.client.WebClient;
+import reactor.core.publisher.Mono;
+
+/**
+ * Every JVM HTTP client the app calls its backend through, by the name its
+ * route uses. Blocking clients write on the calling thread; the others hand
+ * the request to a thread of their own, which is what the agent must follow.
+ */
+final class Clients {
+  static final List<String> BLOCKING =
+      List.of("okhttp-execute", "jdk-send", "urlconnection", "apache5-classic");
+  static final List<String> ASYNC = List.of("okhttp-enqueue", "jdk-sendasync", "apache5-async", "webclient");
+
+  // Default limits everywhere: OkHttp's dispatcher runs 5 calls per host, so
+  // at concurrency 32 most enqueued calls wait and start on another call's thread.
+  private final OkHttpClient okhttp = new OkHttpClient();
+  private final HttpClient jdk = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+  private final CloseableHttpClient apacheClassic = HttpClients.createDefault();
+  private final CloseableHttpAsyncClient apacheAsync = HttpAsyncClients.createDefault();
+  private final WebClient webClient = WebClient.create();
+
+  Clients() {
+    apacheAsync.start();
+  }
+
+  static boolean known(String client) {
+    return BLOCKING.contains(client) || ASYNC.contains(client);
+  }
+
+  /** Calls url with a blocking client on this thread, and returns the body. */
+  String fetch(String client, String url) throws Exception {
+    switch (client) {
+      case "okhttp-execute":
+        try (Response r = okhttp.newCall(new Request.Builder().url(url).build()).execute()) {
+          return body(r.code(), r.body().string());
+        }
+      case "jdk-send": {
+        HttpResponse<String> r = jdk.send(jdkRequest(url), HttpResponse.BodyHandlers.ofString());
+        return body(r.statusCode(), r.body());
+      }
+      case "urlconnection": {
+        HttpURLConnection c = (HttpURLConnection) URI.create(url).toURL().openConnection();
+        try (InputStream in = c.getInputStream()) {
+          return body(c.getResponseCode(), new String(in.readAllBytes(), StandardCharsets.UTF_8));
+        }
+      }
+      case "apache5-classic":
+        return apacheClassic.execute(new HttpGet(url),
+            r -> body(r.getCode(), EntityUtils.toString(r.getEntity(), StandardCharsets.UTF_8)));
+      default:
+        return fetchAsync(client, url).get();
+    }
+  }
+
+  /** Calls url with an asynchronous client; the body completes the future. */
+  CompletableFuture<String> fetchAsync(String client, String url) {
+    switch (client) {
+      case "okhttp-enqueue": {
+        CompletableFuture<String> f = new CompletableFuture<>();
+        okhttp.newCall(new Request.Builder().url(url).build()).enqueue(new Callback() {
+          @Override
+          public void onFailure(Call call, IOException e) {
+            f.completeExceptionally(e);
+          }
+
+          @Override
+          public void onResponse(Call call, Response response) {
+            try (Response r = response) {
+              f.complete(body(r.code(), r.body().string()));
+            } catch (Exception e) {
+              f.completeExceptionally(e);
+            }
+          }
+        });
+        return f;
+      }
+      case "jdk-sendasync":
+        return jdk.sendAsync(jdkRequest(url), HttpResponse.BodyHandlers.ofString())
+            .thenApply(r -> body(r.statusCode(), r.body()));
+      case "apache5-async": {
+        CompletableFuture<String> f = new CompletableFuture<>();
+        SimpleHttpRequest req = SimpleRequestBuilder.get(url).build();
+        apacheAsync.execute(req, new FutureCallback<SimpleHttpResponse>() {
+          @Override
+          public void completed(SimpleHttpResponse r) {
+            try {
+              f.complete(body(r.getCode(), r.getBodyText()));
+            } catch (RuntimeException e) {
+              f.completeExceptionally(e);
+            }
+          }
+
+          @Override
+          public void failed(Exception e) {
+            f.completeExceptionally(e);
+          }
+
+          @Override
+          public void cancelled() {
+            f.cancel(false);
+          }
+        });
+        return f;
+      }
+      case "webclient":
+        return webclient(url).toFuture();
+      default:
+        return CompletableFuture.failedFuture(new IllegalArgumentException("no async client " + client));
+    }
+  }
+
+  /** WebClient (Reactor Netty's HttpClient underneath), left as a Mono for WebFlux handlers. */
+  Mono<String> webclient(String url) {
+    return webClient.get().uri(url).retrieve().bodyToMono(String.class);
+  }
+
+  private static HttpRequest jdkRequest(String url) {
+    return HttpRequest.newBuilder(URI.create(url)).GET().build();
+  }
+
+  private static String body(int status, String text) {
+    if (status != 200) {
+      throw new IllegalStateException("backend answered " + status);
+    }
+    return text;
+  }
+}
