@@ -71,9 +71,11 @@ func checkClientParents(t *testing.T, w *weft, rcv *otlptest.Receiver, front jvm
 // their backend through every JVM client they have.
 func TestJVMClientsKtor(t *testing.T) {
 	ktorModules := []string{"okhttp-4", "jdk-httpclient", "apache-httpclient-5", "kotlinx-coroutines", "netty"}
+	// Two calls in a row from a flow that flowOn runs on Dispatchers.IO.
+	flow := []frontPath{{"/flow/", 2}}
 	runJVMClients(t, []jvmApp{
-		{name: "ktor2", jar: testAppJar("ktor2"), clients: ktorClients, modules: ktorModules},
-		{name: "ktor3", jar: testAppJar("ktor3"), clients: ktorClients, modules: ktorModules},
+		{name: "ktor2", jar: testAppJar("ktor2"), clients: ktorClients, extra: flow, modules: ktorModules},
+		{name: "ktor3", jar: testAppJar("ktor3"), clients: ktorClients, extra: flow, modules: ktorModules},
 	})
 }
 

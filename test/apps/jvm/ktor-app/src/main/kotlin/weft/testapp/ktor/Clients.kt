@@ -2,8 +2,9 @@
 // every JVM HTTP client it calls its backend through, and what its routes
 // do. GET /{client}/{n} waits 0-10 ms, then calls
 // BACKEND_URL/work/{n}/{client}; GET /fan/{n} calls three clients at once
-// (/work/{n}/fan-{client}). The request number n in both paths makes a span
-// under the wrong request visible.
+// (/work/{n}/fan-{client}); GET /flow/{n} calls two, one after the other,
+// from a flow that runs on Dispatchers.IO (/work/{n}/flow-{client}). The
+// request number n in the paths makes a span under the wrong request visible.
 package weft.testapp.ktor
 
 import io.ktor.client.HttpClient
@@ -18,6 +19,10 @@ import kotlinx.coroutines.async
 import kotlinx.coroutines.awaitAll
 import kotlinx.coroutines.coroutineScope
 import kotlinx.coroutines.delay
+import kotlinx.coroutines.flow.flowOf
+import kotlinx.coroutines.flow.flowOn
+import kotlinx.coroutines.flow.map
+import kotlinx.coroutines.flow.toList
 import kotlinx.coroutines.future.await
 import kotlinx.coroutines.suspendCancellableCoroutine
 import kotlinx.coroutines.withContext
@@ -59,6 +64,16 @@ class Routes(private val backend: String) {
             }
         }.awaitAll().joinToString(" ")
     }
+
+    /** GET /flow/{n}: flowOn runs the upstream in a coroutine of its own, on another dispatcher, behind a channel. */
+    suspend fun flow(n: String): String = flowOf("okhttp-enqueue", "cio")
+        .map { client ->
+            delay(Random.nextLong(0, 11))
+            clients.fetch(client, "$backend/work/$n/flow-$client")
+        }
+        .flowOn(Dispatchers.IO)
+        .toList()
+        .joinToString(" ")
 }
 
 /** Each client, by the name its route uses; every one fetches url and returns the body. */

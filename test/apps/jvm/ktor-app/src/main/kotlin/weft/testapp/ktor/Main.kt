@@ -30,6 +30,7 @@ fun main() {
                 }
             }
             get("/fan/{n}") { call.respondText(routes.fan(call.parameters["n"]!!)) }
+            get("/flow/{n}") { call.respondText(routes.flow(call.parameters["n"]!!)) }
         }
     }
     server.start(wait = false)
