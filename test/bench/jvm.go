@@ -13,9 +13,12 @@ import (
 	"time"
 )
 
-// The JVM agent benchmark: the Ktor demo frontend's /direct (a server span,
-// a coroutine hop to the CIO client, the backend's span) under a fixed
-// load, with each way of tracing it the user could pick, side by side:
+// The JVM agent benchmark: a front service calling the demo backend under a
+// fixed load (-jvm-app ktor: the Ktor demo frontend's /direct, a server
+// span, a coroutine hop to the CIO client, the backend's span; -jvm-app
+// spring-webflux: the Spring Boot test app on WebFlux calling through
+// OkHttp's enqueue), with each way of tracing it the user could pick, side
+// by side:
 //
 //	weft        weft on, no agent (the trace splits)
 //	weft+agent  weft on, weft's Java agent
@@ -27,7 +30,27 @@ var (
 	otelAgent = flag.String("otel-agent", ".cache/opentelemetry-javaagent.jar", "the OpenTelemetry Java agent jar for -jvm")
 	agentJar  = flag.String("agent-jar", "", "weft's Java agent for -jvm (default: the embedded pkg/javaagent/weft-agent.jar)")
 	jvmWarmup = flag.Duration("jvm-warmup", 20*time.Second, "load before measuring each JVM configuration (JIT)")
+	jvmApp    = flag.String("jvm-app", "ktor", "the front service for -jvm: ktor (demo frontend, /direct) or spring-webflux (test/apps/jvm/spring, OkHttp enqueue)")
 )
+
+// jvmFront is the service the JVM benchmark loads, in front of the demo backend.
+type jvmFront struct {
+	jar  string
+	env  []string
+	path string
+}
+
+func jvmFrontOf(root, app string) jvmFront {
+	switch app {
+	case "ktor":
+		return jvmFront{jar: filepath.Join(root, "demo", "services", "frontend", "target", "frontend.jar"), path: "/direct"}
+	case "spring-webflux":
+		return jvmFront{jar: filepath.Join(root, "test", "apps", "jvm", "spring", "target", "spring.jar"),
+			env: []string{"WEB_STACK=webflux"}, path: "/okhttp-enqueue/1"}
+	}
+	log.Fatalf("-jvm-app %q: want ktor or spring-webflux", app)
+	return jvmFront{}
+}
 
 type jvmRun struct {
 	mode         string
@@ -44,7 +67,8 @@ type jvmRun struct {
 func runJVMBench() {
 	root, err := os.Getwd()
 	check(err)
-	jar := func(name string) string { return filepath.Join(root, "demo", "services", name, "target", name+".jar") }
+	backendJar := filepath.Join(root, "demo", "services", "backend", "target", "backend.jar")
+	front := jvmFrontOf(root, *jvmApp)
 	agent := *agentJar
 	if agent == "" {
 		agent = filepath.Join(root, "pkg", "javaagent", "weft-agent.jar")
@@ -54,7 +78,7 @@ func runJVMBench() {
 	order := strings.Split(*jvmModes, ",")
 	for i := 0; i < *rounds; i++ {
 		for _, mode := range rotated(order, i) {
-			runs = append(runs, measureJVM(mode, jar, agent, otlp))
+			runs = append(runs, measureJVM(mode, backendJar, front, agent, otlp))
 		}
 	}
 	reportJVM(runs, order)
@@ -71,7 +95,7 @@ func startJVM(service, jarPath string, env []string, opts ...string) (*exec.Cmd,
 	return cmd, url
 }
 
-func measureJVM(mode string, jar func(string) string, agent, otlp string) jvmRun {
+func measureJVM(mode, backendJar string, fr jvmFront, agent, otlp string) jvmRun {
 	r := jvmRun{mode: mode}
 	var opts []string
 	switch {
@@ -86,12 +110,12 @@ func measureJVM(mode string, jar func(string) string, agent, otlp string) jvmRun
 		opts = []string{"-javaagent:" + *otelAgent, "-Dotel.exporter.otlp.endpoint=http://" + otlp,
 			"-Dotel.exporter.otlp.protocol=grpc", "-Dotel.metrics.exporter=none", "-Dotel.logs.exporter=none"}
 	}
-	backend, burl := startJVM("backend", jar("backend"), nil, opts...)
+	backend, burl := startJVM("backend", backendJar, nil, opts...)
 	defer func() { backend.Process.Kill(); backend.Wait() }()
-	front, furl := startJVM("frontend", jar("frontend"), []string{"BACKEND_URL=" + burl}, opts...)
+	front, furl := startJVM("frontend", fr.jar, append([]string{"BACKEND_URL=" + burl}, fr.env...), opts...)
 	defer func() { front.Process.Kill(); front.Wait() }()
 	pids := []int{backend.Process.Pid, front.Process.Pid}
-	url := furl + "/direct"
+	url := furl + fr.path
 
 	var w *exec.Cmd
 	var metrics string
@@ -190,6 +214,26 @@ func reportJVM(runs []jvmRun, order []string) {
 		fmt.Printf(" %s |", pooled(m, 0.99))
 	}
 	fmt.Println()
-	fmt.Printf("\nruns per configuration: %d, %d req/s offered for %v each after %v of warm-up\n",
-		*rounds, *rate, *duration, *jvmWarmup)
+	// Rounds run the configurations back to back, so each round's ratios
+	// cancel the VM's drift between rounds.
+	total := func(r jvmRun) float64 { return float64((r.jvmCPU + r.weftCPU).Microseconds()) / r.requests }
+	fmt.Printf("\nPaired by round (mean ± standard error over %d rounds):\n\n", *rounds)
+	fmt.Println("| configurations | total CPU per request, ratio | p99 difference (µs) |")
+	fmt.Println("|---|---|---|")
+	for i, a := range order {
+		for _, b := range order[i+1:] {
+			var ratios, p99s []float64
+			for k := range by[a] {
+				if k < len(by[b]) {
+					ratios = append(ratios, total(by[a][k])/total(by[b][k]))
+					p99s = append(p99s, float64((by[a][k].p99 - by[b][k].p99).Microseconds()))
+				}
+			}
+			rm, rse := meanSE(ratios)
+			pm, pse := meanSE(p99s)
+			fmt.Printf("| %s / %s | %.3f ± %.3f | %+.0f ± %.0f |\n", a, b, rm, rse, pm, pse)
+		}
+	}
+	fmt.Printf("\n%s: runs per configuration: %d, %d req/s offered for %v each after %v of warm-up\n",
+		*jvmApp, *rounds, *rate, *duration, *jvmWarmup)
 }
