@@ -34,7 +34,8 @@ func (a jvmApp) routes() []frontPath {
 	return append(append(routes, frontPath{"/fan/", 3}), a.extra...)
 }
 
-var ktorClients = []string{"cio", "ktor-okhttp", "ktor-java", "ktor-apache5", "okhttp-execute", "okhttp-enqueue", "jdk-send", "jdk-sendasync", "urlconnection"}
+var ktorClients = []string{"cio", "ktor-okhttp", "ktor-java", "ktor-apache5", "okhttp-execute", "okhttp-enqueue",
+	"jdk-send", "jdk-sendasync", "urlconnection", "apache5-classic", "apache5-async"}
 
 var springClients = []string{"okhttp-execute", "jdk-send", "urlconnection", "apache5-classic",
 	"okhttp-enqueue", "jdk-sendasync", "apache5-async", "webclient"}

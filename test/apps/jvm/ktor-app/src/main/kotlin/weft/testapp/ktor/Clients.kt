@@ -27,6 +27,13 @@ import kotlinx.coroutines.future.await
 import kotlinx.coroutines.suspendCancellableCoroutine
 import kotlinx.coroutines.withContext
 import okhttp3.Call
+import org.apache.hc.client5.http.async.methods.SimpleHttpResponse
+import org.apache.hc.client5.http.async.methods.SimpleRequestBuilder
+import org.apache.hc.client5.http.classic.methods.HttpGet
+import org.apache.hc.client5.http.impl.async.HttpAsyncClients
+import org.apache.hc.client5.http.impl.classic.HttpClients
+import org.apache.hc.core5.concurrent.FutureCallback
+import org.apache.hc.core5.http.io.entity.EntityUtils
 import okhttp3.Callback
 import okhttp3.OkHttpClient
 import okhttp3.Request
@@ -87,8 +94,12 @@ class Clients {
     private val okhttp = OkHttpClient()
     private val jdk = java.net.http.HttpClient.newBuilder()
         .version(java.net.http.HttpClient.Version.HTTP_1_1).build()
+    // Apache HttpClient 5, the version Ktor's Apache5 engine brings.
+    private val apacheClassic = HttpClients.createDefault()
+    private val apacheAsync = HttpAsyncClients.createDefault().also { it.start() }
 
-    val names = listOf("cio", "ktor-okhttp", "ktor-java", "ktor-apache5", "okhttp-execute", "okhttp-enqueue", "jdk-send", "jdk-sendasync", "urlconnection")
+    val names = listOf("cio", "ktor-okhttp", "ktor-java", "ktor-apache5", "okhttp-execute", "okhttp-enqueue", "jdk-send", "jdk-sendasync", "urlconnection",
+        "apache5-classic", "apache5-async")
 
     suspend fun fetch(client: String, url: String): String = when (client) {
         "cio" -> ktor(cio, url)
@@ -122,6 +133,20 @@ class Clients {
             } finally {
                 c.inputStream.close()
             }
+        }
+        "apache5-classic" -> withContext(Dispatchers.IO) {
+            apacheClassic.execute(HttpGet(url)) { r -> body(r.code, EntityUtils.toString(r.entity)) }
+        }
+        "apache5-async" -> suspendCancellableCoroutine { cont ->
+            apacheAsync.execute(SimpleRequestBuilder.get(url).build(), object : FutureCallback<SimpleHttpResponse> {
+                override fun completed(r: SimpleHttpResponse) {
+                    runCatching { body(r.code, r.bodyText) }.fold({ cont.resume(it) }, { cont.resumeWithException(it) })
+                }
+                override fun failed(e: Exception) = cont.resumeWithException(e)
+                override fun cancelled() {
+                    cont.cancel()
+                }
+            })
         }
         else -> throw IllegalArgumentException("no client $client")
     }
