@@ -3,6 +3,7 @@ package e2e
 import (
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,6 +25,8 @@ type jvmApp struct {
 	clients   []string
 	extra     []frontPath
 	modules   []string // the agent modules its log must say applied
+	// only, when set, limits the runs to these "jdk/load" pairs.
+	only []string
 }
 
 func (a jvmApp) routes() []frontPath {
@@ -70,14 +73,23 @@ func checkClientParents(t *testing.T, w *weft, rcv *otlptest.Receiver, front jvm
 
 // The Ktor test apps (Ktor 2.3 with OkHttp 4, Ktor 3.5 with OkHttp 5) call
 // their backend through every JVM client they have.
+// Served by Netty in every JDK/load pair, and by CIO in two pairs that
+// between them cover both JDKs and both ways of loading the agent.
 func TestJVMClientsKtor(t *testing.T) {
-	ktorModules := []string{"okhttp-4", "jdk-httpclient", "apache-httpclient-5", "kotlinx-coroutines", "netty"}
+	clients := []string{"okhttp-4", "jdk-httpclient", "apache-httpclient-5", "kotlinx-coroutines"}
+	netty := append([]string{"netty"}, clients...)
+	cio := append([]string{"ktor-cio"}, clients...)
+	diagonal := []string{"jdk17/javaagent", "jdk25/attach"}
 	// Two calls in a row from a flow that flowOn runs on Dispatchers.IO.
 	flow := []frontPath{{"/flow/", 2}}
-	runJVMClients(t, []jvmApp{
-		{name: "ktor2", jar: testAppJar("ktor2"), clients: ktorClients, extra: flow, modules: ktorModules},
-		{name: "ktor3", jar: testAppJar("ktor3"), clients: ktorClients, extra: flow, modules: ktorModules},
-	})
+	var apps []jvmApp
+	for _, v := range []string{"ktor2", "ktor3"} {
+		apps = append(apps,
+			jvmApp{name: v, jar: testAppJar(v), clients: ktorClients, extra: flow, modules: netty},
+			jvmApp{name: v + "-cio", jar: testAppJar(v), env: []string{"KTOR_ENGINE=cio"},
+				clients: ktorClients, extra: flow, modules: cio, only: diagonal})
+	}
+	runJVMClients(t, apps)
 }
 
 // The Spring Boot test app, served by Spring MVC on Tomcat and by WebFlux
@@ -101,6 +113,9 @@ func runJVMClients(t *testing.T, apps []jvmApp) {
 	for _, app := range apps {
 		for _, name := range []string{"jdk17", "jdk25"} {
 			for _, load := range []string{"javaagent", "attach"} {
+				if app.only != nil && !slices.Contains(app.only, name+"/"+load) {
+					continue
+				}
 				t.Run(app.name+"/"+name+"/"+load, func(t *testing.T) {
 					rcv := otlptest.Start(t)
 					var opts []string

@@ -1,6 +1,8 @@
 package dev.weft.agent.install;
 
+import static net.bytebuddy.matcher.ElementMatchers.declaresField;
 import static net.bytebuddy.matcher.ElementMatchers.isConstructor;
+import static net.bytebuddy.matcher.ElementMatchers.isDeclaredBy;
 import static net.bytebuddy.matcher.ElementMatchers.named;
 import static net.bytebuddy.matcher.ElementMatchers.not;
 import static net.bytebuddy.matcher.ElementMatchers.takesArgument;
@@ -68,10 +70,16 @@ final class Hooks {
         .hook(new Hook("sun.net.httpserver.ServerImpl$Exchange",
             named("run").and(takesArguments(0)), ContextAdvice.ServerRead.class, "run()")));
 
+    // The lambda that handles one request is $1$1 of the connection's pipeline
+    // in Ktor 3 and $1$2 in Ktor 2, where $1$1 is the connection's writer
+    // loop: the handler is the one that holds the request.
+    String pipeline = "io.ktor.server.cio.backend.ServerPipelineKt$startServerConnectionPipeline";
+    ElementMatcher.Junction<MethodDescription> requestHandlerStep = named("invokeSuspend")
+        .and(isDeclaredBy(declaresField(named("$request"))));
     // Ktor CIO server: accepted socket -> reader coroutine's reads (under the
     // connection's pending id) -> the request's handler coroutine (takes it).
     // Ktor's selector loop resumes every socket's coroutines: it must lend none its id.
-    m.add(new Module("ktor-cio", "Ktor 3.x network and CIO server", "io.ktor.network.selector.SelectorManagerSupport",
+    m.add(new Module("ktor-cio", "Ktor 2.x-3.x network and CIO server", "io.ktor.network.selector.SelectorManagerSupport",
             Module.packageVersion("io.ktor.network.selector.SelectorManagerSupport"))
         .hook(new Hook("io.ktor.network.sockets.ServerSocketImpl",
             named("accepted").and(takesArguments(1)), ContextAdvice.ServerAccepted.class, "accepted(SocketChannel)"))
@@ -80,8 +88,10 @@ final class Hooks {
             "readFrom(channel, socket, cont) (direct reader)"))
         .hook(new Hook("io.ktor.network.sockets.CIOReaderKt$attachForReadingImpl$1",
             named("invokeSuspend"), ContextAdvice.ServerStreamRead.class, "invokeSuspend (pooled reader step)"))
-        .hook(new Hook("io.ktor.server.cio.backend.ServerPipelineKt$startServerConnectionPipeline$1$1",
-            named("invokeSuspend"), ContextAdvice.ServerRequestStart.class, "invokeSuspend (request handler step)"))
+        .hook(new Hook(pipeline + "$1$1", requestHandlerStep, ContextAdvice.ServerRequestStart.class,
+            "invokeSuspend (request handler step, Ktor 3)"))
+        .hook(new Hook(pipeline + "$1$2", requestHandlerStep, ContextAdvice.ServerRequestStart.class,
+            "invokeSuspend (request handler step, Ktor 2)"))
         .hook(new Hook("io.ktor.network.selector.ActorSelectorManager",
             isConstructor(), ContextAdvice.NoRequest.class, "<init> (launches the selector loop)"))
         .hook(new Hook("io.ktor.network.selector.SelectorManagerSupport",
