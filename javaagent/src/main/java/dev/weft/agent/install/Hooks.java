@@ -22,7 +22,11 @@ import net.bytebuddy.matcher.ElementMatcher;
 final class Hooks {
   private Hooks() {}
 
-  /** One advice on the methods of one class. */
+  /**
+   * One advice on the methods of one class; or, for a task loop (advice
+   * null), its calls of Runnable.run() inside those methods become
+   * Tasks.run(task), which mounts the task's captured id around it.
+   */
   static final class Hook {
     final String type;
     final ElementMatcher<? super MethodDescription> methods;
@@ -32,8 +36,21 @@ final class Hooks {
     Hook(String type, ElementMatcher<? super MethodDescription> methods, Class<?> advice, String what) {
       this.type = type;
       this.methods = methods;
-      this.advice = advice.getName();
+      this.advice = advice == null ? null : advice.getName();
       this.what = what;
+    }
+
+    /**
+     * A loop that lives as long as its worker and runs each task it takes
+     * with a plain task.run() (hooking the tasks' classes instead would miss
+     * lambdas, which cannot be retransformed).
+     */
+    static Hook taskLoop(String type, String method) {
+      return new Hook(type, named(method), null, method + ": task.run() -> Tasks.run(task)");
+    }
+
+    boolean isTaskLoop() {
+      return advice == null;
     }
   }
 
@@ -53,7 +70,10 @@ final class Hooks {
             "execute(Runnable[, boolean])"))
         .hook(new Hook("io.netty.util.concurrent.AbstractEventExecutor",
             named("safeExecute").or(named("runTask")).and(takesArguments(Runnable.class)),
-            ExecutorAdvice.RunArgument.class, "safeExecute/runTask(Runnable)")));
+            ExecutorAdvice.RunArgument.class, "safeExecute/runTask(Runnable)"))
+        // DefaultEventExecutor (a handler's own executor, pipeline.addLast(group, ...))
+        // ran its tasks with a plain task.run() before Netty 4.1.6x.
+        .hook(Hook.taskLoop("io.netty.util.concurrent.DefaultEventExecutor", "run")));
 
     // Tomcat (Spring MVC's server): a pass of a connection's HTTP/1.1
     // processor reads a request and runs its servlet on the same thread, and
@@ -103,6 +123,7 @@ final class Hooks {
         .hook(new Hook("java.util.concurrent.ThreadPoolExecutor",
             named("execute").and(takesArguments(Runnable.class)), ExecutorAdvice.CaptureArgument.class,
             "execute(Runnable)"))
+        .hook(Hook.taskLoop("java.util.concurrent.ThreadPoolExecutor", "runWorker"))
         .hook(new Hook("java.util.concurrent.ScheduledThreadPoolExecutor",
             named("delayedExecute").and(takesArguments(1)), ExecutorAdvice.CaptureArgument.class,
             "delayedExecute(task) (schedule*, submit, execute)"))

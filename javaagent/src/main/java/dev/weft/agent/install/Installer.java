@@ -16,12 +16,14 @@ import dev.weft.agent.bootstrap.VirtualThreads;
 import dev.weft.agent.bootstrap.WeftNative;
 import java.io.File;
 import java.lang.instrument.Instrumentation;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import net.bytebuddy.agent.builder.AgentBuilder;
 import net.bytebuddy.agent.builder.ResettableClassFileTransformer;
 import net.bytebuddy.asm.MemberSubstitution;
+import net.bytebuddy.description.method.MethodDescription;
 import net.bytebuddy.dynamic.ClassFileLocator;
 import net.bytebuddy.matcher.ElementMatcher;
 import net.bytebuddy.matcher.ElementMatchers;
@@ -132,16 +134,22 @@ public final class Installer {
 
     // One transformer per class, with every advice its module has for it.
     Map<String, AgentBuilder.Transformer.ForAdvice> byType = new LinkedHashMap<>();
+    Map<String, List<AgentBuilder.Transformer>> loopsOf = new LinkedHashMap<>();
     Map<String, Module> moduleOf = new LinkedHashMap<>();
     for (Module m : modules) {
       for (Hooks.Hook h : m.hooks) {
+        moduleOf.put(h.type, m);
+        if (h.isTaskLoop()) {
+          loopsOf.computeIfAbsent(h.type, k -> new ArrayList<>()).add(taskLoop(h.methods));
+          byType.putIfAbsent(h.type, new AgentBuilder.Transformer.ForAdvice().include(agentClasses));
+          continue;
+        }
         AgentBuilder.Transformer.ForAdvice t = byType.get(h.type);
         if (t == null) {
           t = new AgentBuilder.Transformer.ForAdvice()
               .include(agentClasses);
         }
         byType.put(h.type, t.advice(h.methods, h.advice));
-        moduleOf.put(h.type, m);
       }
     }
     report.modules(moduleOf);
@@ -149,8 +157,8 @@ public final class Installer {
       Module m = moduleOf.get(e.getKey());
       AgentBuilder.Identified.Extendable ext = b.type(named(e.getKey()), new Gate(m.marker))
           .transform(e.getValue());
-      if (e.getKey().equals("java.util.concurrent.ThreadPoolExecutor")) {
-        ext = ext.transform(poolWorkerLoop());
+      for (AgentBuilder.Transformer loop : loopsOf.getOrDefault(e.getKey(), List.of())) {
+        ext = ext.transform(loop);
       }
       b = ext;
     }
@@ -171,19 +179,14 @@ public final class Installer {
     }
   }
 
-  /**
-   * ThreadPoolExecutor.runWorker calls task.run() in a loop that lives as long
-   * as the worker: the call itself becomes Tasks.run(task), which mounts the
-   * task's captured id around it. (Hooking the task's class instead would miss
-   * lambdas, which cannot be retransformed.)
-   */
-  private static AgentBuilder.Transformer poolWorkerLoop() throws NoSuchMethodException {
+  /** In the methods loop matches, each task.run() becomes Tasks.run(task) (see Hooks.Hook.taskLoop). */
+  private static AgentBuilder.Transformer taskLoop(ElementMatcher<? super MethodDescription> loop)
+      throws NoSuchMethodException {
     MemberSubstitution.WithoutSpecification.ForMatchedMethod run = MemberSubstitution.relaxed()
         .method(named("run").and(takesArguments(0))
             .and(ElementMatchers.isDeclaredBy(Runnable.class)));
     MemberSubstitution substitution = run.replaceWith(Tasks.class.getMethod("run", Runnable.class));
-    return (builder, type, loader, module, domain) ->
-        builder.visit(substitution.on(named("runWorker")));
+    return (builder, type, loader, module, domain) -> builder.visit(substitution.on(loop));
   }
 
   /** Asks every thread to register its slot again now and then (weft may start after the app). */
