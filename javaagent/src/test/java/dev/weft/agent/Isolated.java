@@ -4,10 +4,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.weft.agent.bootstrap.Audit;
 import java.io.File;
+import java.io.IOException;
 import java.lang.reflect.Method;
 import java.net.URL;
 import java.net.URLClassLoader;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Enumeration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -29,6 +32,59 @@ final class Isolated {
       urls.add(j.toURI().toURL());
     }
     return new URLClassLoader(urls.toArray(new URL[0]), Isolated.class.getClassLoader());
+  }
+
+  /**
+   * Like loader, with the classes whose names start with one of prefixes
+   * (the library, and test classes compiled against the class path's
+   * version of it) taken from this loader first, and resources too (so the
+   * agent reads this version). A test class named there is loaded again
+   * from the tests' class directory, next to the older library.
+   */
+  static URLClassLoader childFirst(String property, String version, String... prefixes) throws Exception {
+    File dir = new File(System.getProperty(property), version);
+    File[] jars = dir.listFiles((d, n) -> n.endsWith(".jar"));
+    assertTrue(jars != null && jars.length > 0, "jars in " + dir);
+    List<URL> urls = new ArrayList<>();
+    for (File j : jars) {
+      urls.add(j.toURI().toURL());
+    }
+    urls.add(Isolated.class.getProtectionDomain().getCodeSource().getLocation());
+    return new URLClassLoader(urls.toArray(new URL[0]), Isolated.class.getClassLoader()) {
+      @Override
+      protected Class<?> loadClass(String name, boolean resolve) throws ClassNotFoundException {
+        boolean own = false;
+        for (String p : prefixes) {
+          own |= name.startsWith(p);
+        }
+        if (!own) {
+          return super.loadClass(name, resolve);
+        }
+        synchronized (getClassLoadingLock(name)) {
+          Class<?> c = findLoadedClass(name);
+          if (c == null) {
+            c = findClass(name);
+          }
+          if (resolve) {
+            resolveClass(c);
+          }
+          return c;
+        }
+      }
+
+      @Override
+      public URL getResource(String name) {
+        URL u = findResource(name);
+        return u != null ? u : super.getResource(name);
+      }
+
+      @Override
+      public Enumeration<URL> getResources(String name) throws IOException {
+        List<URL> all = Collections.list(findResources(name));
+        all.addAll(Collections.list(getParent().getResources(name)));
+        return Collections.enumeration(all);
+      }
+    };
   }
 
   /** Calls the public method name of target whose parameter count matches args (the first found). */

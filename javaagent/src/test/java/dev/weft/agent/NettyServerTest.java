@@ -5,17 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.weft.agent.bootstrap.Audit;
-import java.io.File;
-import java.io.IOException;
 import java.io.InputStream;
 import java.net.HttpURLConnection;
 import java.net.URI;
-import java.net.URL;
 import java.net.URLClassLoader;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.Collections;
-import java.util.Enumeration;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -151,49 +146,9 @@ class NettyServerTest {
 
   /**
    * Netty version's jars, and NettyServer (compiled against the class
-   * path's Netty 4.2, to the 4.1 API) loaded again next to them: Netty and
-   * the server come from this loader first, everything else from the tests'.
+   * path's Netty 4.2, to the 4.1 API) loaded again next to them.
    */
   static URLClassLoader nettyLoader(String version) throws Exception {
-    File dir = new File(System.getProperty("weft.test.netty"), version);
-    File[] jars = dir.listFiles((d, n) -> n.endsWith(".jar"));
-    assertTrue(jars != null && jars.length > 0, "jars in " + dir);
-    List<URL> urls = new ArrayList<>();
-    for (File j : jars) {
-      urls.add(j.toURI().toURL());
-    }
-    urls.add(NettyServer.class.getProtectionDomain().getCodeSource().getLocation());
-    return new URLClassLoader(urls.toArray(new URL[0]), NettyServerTest.class.getClassLoader()) {
-      @Override
-      protected Class<?> loadClass(String name, boolean resolve) throws ClassNotFoundException {
-        if (!name.startsWith("io.netty.") && !name.startsWith(NettyServer.class.getName())) {
-          return super.loadClass(name, resolve);
-        }
-        synchronized (getClassLoadingLock(name)) {
-          Class<?> c = findLoadedClass(name);
-          if (c == null) {
-            c = findClass(name);
-          }
-          if (resolve) {
-            resolveClass(c);
-          }
-          return c;
-        }
-      }
-
-      @Override
-      public URL getResource(String name) {
-        URL u = findResource(name);
-        return u != null ? u : super.getResource(name);
-      }
-
-      // Its own first, so that the agent reads this Netty's version.
-      @Override
-      public Enumeration<URL> getResources(String name) throws IOException {
-        List<URL> all = Collections.list(findResources(name));
-        all.addAll(Collections.list(getParent().getResources(name)));
-        return Collections.enumeration(all);
-      }
-    };
+    return Isolated.childFirst("weft.test.netty", version, "io.netty.", NettyServer.class.getName());
   }
 }

@@ -10,7 +10,6 @@ import kotlinx.coroutines.cancel
 import kotlinx.coroutines.channels.Channel
 import kotlinx.coroutines.delay
 import kotlinx.coroutines.launch
-import kotlinx.coroutines.runBlocking
 import kotlinx.coroutines.withContext
 import kotlinx.coroutines.yield
 import org.junit.jupiter.api.AfterAll
@@ -19,6 +18,7 @@ import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.TestInstance
 import java.util.concurrent.ConcurrentLinkedQueue
+import java.util.concurrent.CountDownLatch
 
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class CoroutineTest {
@@ -41,10 +41,26 @@ class CoroutineTest {
             job!!
         }
 
+    /**
+     * Runs body, started under no id, and waits for its end. (Not
+     * runBlocking: its binary name changed in 1.10, and CoroutineFloorTest
+     * runs this class on 1.7 too.)
+     */
+    @OptIn(kotlinx.coroutines.ExperimentalCoroutinesApi::class)
+    private fun <T> blocking(body: suspend CoroutineScope.() -> T): T {
+        var d: kotlinx.coroutines.Deferred<T>? = null
+        Slots.under(0) { d = scope.async(block = body) }
+        val done = CountDownLatch(1)
+        d!!.invokeOnCompletion { done.countDown() }
+        done.await()
+        d!!.getCompletionExceptionOrNull()?.let { throw it }
+        return d!!.getCompleted()
+    }
+
     private fun assertNoFailures() = assertTrue(failures.isEmpty(), failures.joinToString("\n"))
 
     @Test
-    fun hopsAndDelaysKeepTheId() = runBlocking {
+    fun hopsAndDelaysKeepTheId() = blocking {
         failures.clear()
         val jobs = (1..40).map {
             val id = Slots.freshId()
@@ -71,7 +87,7 @@ class CoroutineTest {
     }
 
     @Test
-    fun noIdMeansNothingMountedAndExceptionsRestore() = runBlocking {
+    fun noIdMeansNothingMountedAndExceptionsRestore() = blocking {
         failures.clear()
         val id = Slots.freshId()
         val failing = request(id) {
@@ -120,7 +136,7 @@ class CoroutineTest {
     }
 
     /** 30 requests send a job each; [oneByOne]: each after the previous one's reply, so the worker is waiting. */
-    private fun checkShared(channel: Channel<Job>, oneByOne: Boolean = false) = runBlocking {
+    private fun checkShared(channel: Channel<Job>, oneByOne: Boolean = false) = blocking {
         failures.clear()
         val ids = (1..30).map { Slots.freshId() }
         val done = ids.mapIndexed { i, id ->
@@ -136,7 +152,7 @@ class CoroutineTest {
             r
         }
         done.awaitAll()
-        channel.close()
+        channel.close(null) // not close(): its default-argument bridge is newer than 1.7
         assertNoFailures()
     }
 
@@ -167,7 +183,7 @@ class CoroutineTest {
     fun sharedWorkerTrySendUnlimited() {
         val ch = Channel<Job>(Channel.UNLIMITED)
         sharedWorker(ch, useIterator = true)
-        runBlocking {
+        blocking {
             failures.clear()
             val ids = (1..20).map { Slots.freshId() }
             ids.mapIndexed { i, id ->
@@ -178,7 +194,7 @@ class CoroutineTest {
                     if (seen != id) failures.add("trySend job $i: worker saw $seen, expected $id")
                 }
             }.awaitAll()
-            ch.close()
+            ch.close(null)
             assertNoFailures()
         }
     }
