@@ -4,13 +4,20 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.File;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import javax.tools.JavaCompiler;
+import javax.tools.JavaFileObject;
+import javax.tools.SimpleJavaFileObject;
+import javax.tools.ToolProvider;
 import org.junit.jupiter.api.Test;
 
 /** Agent start-up paths that need a JVM of their own. */
@@ -167,5 +174,30 @@ class ChildJvmTest {
     List<String> ours = agentLines(r.err);
     assertEquals(1, ours.size(), r.err);
     assertTrue(ours.get(0).startsWith("weft-agent: active: mode=slot (attached)"), r.err);
+  }
+
+  @Test
+  void aClassThatCannotBeInstrumentedLeavesTheRestWorking() throws Exception {
+    Path dir = Files.createTempDirectory("weft-impostor");
+    List<JavaFileObject> sources = new ArrayList<>();
+    for (Map.Entry<String, String> e : ChildMain.IMPOSTOR.entrySet()) {
+      String file = e.getKey().substring(e.getKey().lastIndexOf('.') + 1) + ".java";
+      sources.add(new SimpleJavaFileObject(URI.create("string:///" + file), JavaFileObject.Kind.SOURCE) {
+        @Override
+        public CharSequence getCharContent(boolean ignoreEncodingErrors) {
+          return e.getValue();
+        }
+      });
+    }
+    JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
+    assertTrue(javac.getTask(null, null, null, List.of("-d", dir.toString()), null, sources).call(), "javac");
+
+    Result r = run(List.of("-javaagent:" + JAR), "impostor", dir.toString());
+    assertEquals(0, r.exit, r.out + r.err);
+    assertTrue(r.err.contains("weft-agent: could not instrument "
+        + "io.ktor.server.cio.backend.ServerPipelineKt$startServerConnectionPipeline$1$1 (module ktor-cio): "), r.err);
+    assertTrue(r.err.contains("weft-agent: module ktor-cio (") && r.err.contains("weft-agent: module jdk-executors ("), r.err);
+    // The app ran on, and the other modules work.
+    assertTrue(r.out.contains("task slot 777 after 0"), r.out + r.err);
   }
 }

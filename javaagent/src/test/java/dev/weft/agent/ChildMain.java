@@ -10,6 +10,20 @@ import java.util.concurrent.Executors;
  * by reflection, as an application would never need to.
  */
 public final class ChildMain {
+  /**
+   * A stand-in for the Ktor CIO library: its selector is as the agent
+   * expects, its request handler class has the name and the request field
+   * the agent looks for but not the fields its advice reads. By class
+   * name, its source.
+   */
+  static final java.util.Map<String, String> IMPOSTOR = java.util.Map.of(
+      "io.ktor.network.selector.SelectorManagerSupport",
+      "package io.ktor.network.selector; public class SelectorManagerSupport {"
+          + " protected final void handleSelectedKeys(java.util.Set<?> a, java.util.Set<?> b) {} }",
+      "io.ktor.server.cio.backend.ServerPipelineKt$startServerConnectionPipeline$1$1",
+      "package io.ktor.server.cio.backend; public class ServerPipelineKt$startServerConnectionPipeline$1$1 {"
+          + " public Object $request; public Object invokeSuspend(Object r) { return r; } }");
+
   public static void main(String[] args) throws Exception {
     switch (args[0]) {
       case "plain":
@@ -25,6 +39,9 @@ public final class ChildMain {
         break;
       case "attach":
         attach(args[1]);
+        break;
+      case "impostor":
+        impostor(args[1]);
         break;
       default:
         throw new IllegalArgumentException(args[0]);
@@ -65,6 +82,33 @@ public final class ChildMain {
     Thread.sleep(100); // and the last one's before counting ends
     System.out.println("packets " + ((long) packets.invoke(null) - p0));
     System.out.println("writes " + ((long) writes.invoke(null) - w0));
+    pool.shutdown();
+  }
+
+  /**
+   * Loads every class of the library impostor in dir (see ChildJvmTest),
+   * one of which the agent cannot instrument, then checks a hand-off.
+   */
+  static void impostor(String dir) throws Exception {
+    try (java.net.URLClassLoader loader = new java.net.URLClassLoader(
+        new java.net.URL[] {new java.io.File(dir).toURI().toURL()}, ChildMain.class.getClassLoader())) {
+      for (String name : IMPOSTOR.keySet()) {
+        Class.forName(name, true, loader);
+      }
+    }
+    handOff();
+  }
+
+  /** Prints the slot a pool task sees when submitted under 777, then under none. */
+  static void handOff() throws Exception {
+    ExecutorService pool = Executors.newSingleThreadExecutor();
+    Method swap = bootstrap("Context").getMethod("swap", long.class);
+    Method slot = bootstrap("WeftNative").getMethod("currentSlot");
+    swap.invoke(null, 777L);
+    long seen = pool.submit(() -> (long) slot.invoke(null)).get();
+    swap.invoke(null, 0L);
+    long after = pool.submit(() -> (long) slot.invoke(null)).get();
+    System.out.println("task slot " + seen + " after " + after);
     pool.shutdown();
   }
 
