@@ -65,9 +65,9 @@ if [ ! -f .cache/opentelemetry-javaagent.jar ]; then
 fi
 go run ./test/bench -jvm -rate 150 -duration 20s -jvm-warmup 70s -rounds 2
 echo
-echo "## JVM agent: Spring WebFlux calling through OkHttp's enqueue, weft alone / weft + agent / OpenTelemetry Java agent, 150 requests/s"
+echo "## JVM agent: Spring WebFlux calling through OkHttp's enqueue, weft alone / weft + agent / OpenTelemetry Java agent, 400 requests/s"
 echo
-go run ./test/bench -jvm -jvm-app spring-webflux -jvm-modes weft,weft+agent,otel -rate 150 -duration 20s -jvm-warmup 70s -rounds 5
+go run ./test/bench -jvm -jvm-app spring-webflux -jvm-modes weft,weft+agent,otel -rate 400 -duration 30s -jvm-warmup 60s -rounds 5
 echo
 echo "## Profiling: a CPU-bound traced service (/burn?ms=5) keeping both cores busy; weft on, then profiling at 19 and 99 Hz"
 echo

@@ -46,7 +46,7 @@ func jvmFrontOf(root, app string) jvmFront {
 		return jvmFront{jar: filepath.Join(root, "demo", "services", "frontend", "target", "frontend.jar"), path: "/direct"}
 	case "spring-webflux":
 		return jvmFront{jar: filepath.Join(root, "test", "apps", "jvm", "spring", "target", "spring.jar"),
-			env: []string{"WEB_STACK=webflux"}, path: "/okhttp-enqueue/1"}
+			env: []string{"WEB_STACK=webflux", "OKHTTP_MAX_PER_HOST=64"}, path: "/okhttp-enqueue/1"}
 	}
 	log.Fatalf("-jvm-app %q: want ktor or spring-webflux", app)
 	return jvmFront{}
@@ -59,6 +59,7 @@ type jvmRun struct {
 	p50, p99     time.Duration
 	lat          []time.Duration // every request's latency, sorted
 	jvmCPU       time.Duration   // both JVMs
+	jitCPU       time.Duration   // of it, their JIT compiler threads'
 	weftCPU      time.Duration
 	agentPackets uint64 // ioctl packets the kernel saw from the JVMs
 	spans        uint64
@@ -131,6 +132,8 @@ func measureJVM(mode, backendJar string, fr jvmFront, agent, otlp string) jvmRun
 	}
 	openLoop(url, *rate, *jvmWarmup, *conns)
 	before := cpuTimes(pids)
+	jitBefore := jitTimes(pids)
+	threadsBefore := threadTimes(pids)
 	var weftBefore time.Duration
 	var m0 map[string]uint64
 	if w != nil {
@@ -140,14 +143,23 @@ func measureJVM(mode, backendJar string, fr jvmFront, agent, otlp string) jvmRun
 	res := openLoop(url, *rate, *duration, *conns)
 	r.reqPerSec, r.requests, r.p50, r.p99, r.lat = res.rps, res.requests, res.p50, res.p99, res.lat
 	r.jvmCPU = cpuTimes(pids) - before
+	r.jitCPU = jitTimes(pids) - jitBefore
+	var busiest []string
+	for group, d := range threadTimes(pids) {
+		if d -= threadsBefore[group]; d >= 100*time.Millisecond {
+			busiest = append(busiest, fmt.Sprintf("%s=%v", group, d))
+		}
+	}
+	slices.Sort(busiest)
+	log.Printf("%s: JVM threads' CPU by name: %s", mode, strings.Join(busiest, " "))
 	if w != nil {
 		r.weftCPU = cpuTime(w.Process.Pid) - weftBefore
 		m1 := scrape(metrics)
 		r.agentPackets = m1["weft_agent_packets"] - m0["weft_agent_packets"]
 		r.spans = m1["weft_spans_server"] - m0["weft_spans_server"]
 	}
-	log.Printf("%s: %.0f req/s, p50 %v p99 %v, JVM CPU %v, weft CPU %v, agent packets %d",
-		mode, r.reqPerSec, r.p50, r.p99, r.jvmCPU, r.weftCPU, r.agentPackets)
+	log.Printf("%s: %.0f req/s, p50 %v p99 %v, JVM CPU %v (JIT %v), weft CPU %v, agent packets %d",
+		mode, r.reqPerSec, r.p50, r.p99, r.jvmCPU, r.jitCPU, r.weftCPU, r.agentPackets)
 	return r
 }
 
@@ -172,6 +184,7 @@ func reportJVM(runs []jvmRun, order []string) {
 		{"p50 (µs)", func(r jvmRun) float64 { return float64(r.p50.Microseconds()) }, "%.0f"},
 		{"p99 (µs)", func(r jvmRun) float64 { return float64(r.p99.Microseconds()) }, "%.0f"},
 		{"JVM CPU per request (µs)", func(r jvmRun) float64 { return float64(r.jvmCPU.Microseconds()) / r.requests }, "%.1f"},
+		{"of it, JIT compiler threads (µs)", func(r jvmRun) float64 { return float64(r.jitCPU.Microseconds()) / r.requests }, "%.1f"},
 		{"weft CPU per request (µs)", func(r jvmRun) float64 { return float64(r.weftCPU.Microseconds()) / r.requests }, "%.1f"},
 		{"total CPU per request (µs)", func(r jvmRun) float64 {
 			return float64((r.jvmCPU + r.weftCPU).Microseconds()) / r.requests
@@ -217,23 +230,63 @@ func reportJVM(runs []jvmRun, order []string) {
 	// Rounds run the configurations back to back, so each round's ratios
 	// cancel the VM's drift between rounds.
 	total := func(r jvmRun) float64 { return float64((r.jvmCPU + r.weftCPU).Microseconds()) / r.requests }
+	// Without the JIT compilers' threads: the JVMs still compile in the
+	// window (more with more instrumented code), and that is what varies most from run to run.
+	steady := func(r jvmRun) float64 { return float64((r.jvmCPU - r.jitCPU + r.weftCPU).Microseconds()) / r.requests }
 	fmt.Printf("\nPaired by round (mean ± standard error over %d rounds):\n\n", *rounds)
-	fmt.Println("| configurations | total CPU per request, ratio | p99 difference (µs) |")
-	fmt.Println("|---|---|---|")
+	fmt.Println("| configurations | total CPU per request, ratio | the same without JIT compilation, ratio | p99 difference (µs) |")
+	fmt.Println("|---|---|---|---|")
 	for i, a := range order {
 		for _, b := range order[i+1:] {
-			var ratios, p99s []float64
+			var ratios, steadyRatios, p99s []float64
 			for k := range by[a] {
 				if k < len(by[b]) {
 					ratios = append(ratios, total(by[a][k])/total(by[b][k]))
+					steadyRatios = append(steadyRatios, steady(by[a][k])/steady(by[b][k]))
 					p99s = append(p99s, float64((by[a][k].p99 - by[b][k].p99).Microseconds()))
 				}
 			}
 			rm, rse := meanSE(ratios)
+			sm, sse := meanSE(steadyRatios)
 			pm, pse := meanSE(p99s)
-			fmt.Printf("| %s / %s | %.3f ± %.3f | %+.0f ± %.0f |\n", a, b, rm, rse, pm, pse)
+			fmt.Printf("| %s / %s | %.3f ± %.3f | %.3f ± %.3f | %+.0f ± %.0f |\n", a, b, rm, rse, sm, sse, pm, pse)
 		}
 	}
 	fmt.Printf("\n%s: runs per configuration: %d, %d req/s offered for %v each after %v of warm-up\n",
 		*jvmApp, *rounds, *rate, *duration, *jvmWarmup)
+}
+
+// jitTimes is the CPU time of the JVMs' JIT compiler threads alive now
+// ("C1/C2 CompilerThread<n>").
+func jitTimes(pids []int) time.Duration {
+	var t time.Duration
+	for group, d := range threadTimes(pids) {
+		if group == "C1 CompilerThre" || group == "C2 CompilerThre" {
+			t += d
+		}
+	}
+	return t
+}
+
+// threadTimes is the CPU time of the processes' live threads, summed by
+// thread name without its trailing digits, from /proc/<pid>/task/*/stat.
+func threadTimes(pids []int) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, p := range pids {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", p))
+		check(err)
+		for _, task := range tasks {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", p, task.Name()))
+			if err != nil {
+				continue // the thread ended
+			}
+			s := string(b)
+			comm := strings.TrimRight(s[strings.IndexByte(s, '(')+1:strings.LastIndexByte(s, ')')], "0123456789#-")
+			f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+			ut, _ := strconv.ParseUint(f[11], 10, 64)
+			st, _ := strconv.ParseUint(f[12], 10, 64)
+			out[comm] += time.Duration(ut+st) * time.Second / 100
+		}
+	}
+	return out
 }
