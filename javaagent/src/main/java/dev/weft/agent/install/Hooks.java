@@ -99,7 +99,7 @@ final class Hooks {
     // Ktor CIO server: accepted socket -> reader coroutine's reads (under the
     // connection's pending id) -> the request's handler coroutine (takes it).
     // Ktor's selector loop resumes every socket's coroutines: it must lend none its id.
-    m.add(new Module("ktor-cio", "Ktor 2.x-3.x network and CIO server", "io.ktor.network.selector.SelectorManagerSupport",
+    m.add(new Module("ktor-cio", "Ktor 2.3-3.x network and CIO server", "io.ktor.network.selector.SelectorManagerSupport",
             Module.packageVersion("io.ktor.network.selector.SelectorManagerSupport"))
         .hook(new Hook("io.ktor.network.sockets.ServerSocketImpl",
             named("accepted").and(takesArguments(1)), ContextAdvice.ServerAccepted.class, "accepted(SocketChannel)"))
@@ -181,19 +181,27 @@ final class Hooks {
     // OkHttp's Dispatcher (5 calls per host by default) starts a queued call
     // from the thread of the call that just finished: the call carries the
     // id of the request that enqueued it, which wins over that thread's.
-    m.add(new Module("okhttp-4", "OkHttp 4.x-5.x", "okhttp3.internal.connection.RealCall",
+    m.add(new Module("okhttp-4", "OkHttp 4.4-5.x", "okhttp3.internal.connection.RealCall",
             Module.staticField("okhttp3.OkHttp", "VERSION"))
         .hook(new Hook("okhttp3.internal.connection.RealCall$AsyncCall",
             isConstructor(), CarryAdvice.Capture.class, "<init> (enqueue)"))
         .hook(new Hook("okhttp3.internal.connection.RealCall$AsyncCall",
             named("run").and(takesArguments(0)), CarryAdvice.Mount.class, "run()")));
-    m.add(new Module("okhttp-3", "OkHttp 3.x", "okhttp3.RealCall",
-            loader -> (String) Class.forName("okhttp3.internal.Version", true, loader)
-                .getMethod("userAgent").invoke(null))
+    // OkHttp 4.0-4.3 kept RealCall in okhttp3, as a Kotlin class whose
+    // AsyncCall runs in run() (3.x: execute(), under NamedRunnable's run()).
+    m.add(new Module("okhttp-3", "OkHttp 3.x, 4.0-4.3", "okhttp3.RealCall", loader -> {
+      try {
+        return (String) Class.forName("okhttp3.internal.Version", true, loader).getMethod("userAgent").invoke(null);
+      } catch (ClassNotFoundException e) {
+        return (String) Class.forName("okhttp3.OkHttp", true, loader).getField("VERSION").get(null);
+      }
+    })
         .hook(new Hook("okhttp3.RealCall$AsyncCall",
             isConstructor(), CarryAdvice.Capture.class, "<init> (enqueue)"))
         .hook(new Hook("okhttp3.RealCall$AsyncCall",
-            named("execute").and(takesArguments(0)), CarryAdvice.Mount.class, "execute()")));
+            named("execute").and(takesArguments(0)), CarryAdvice.Mount.class, "execute() (3.x)"))
+        .hook(new Hook("okhttp3.RealCall$AsyncCall",
+            named("run").and(takesArguments(0)), CarryAdvice.Mount.class, "run() (4.0-4.3)")));
 
     // The JDK's java.net.http client, HTTP/1.1: send and sendAsync make a
     // MultiExchange on the caller's thread; the id goes from it to its
