@@ -24,6 +24,11 @@ final class Isolated {
    * version (e.g. weft.test.tomcat + 11.0.29); its parent is the tests' loader.
    */
   static URLClassLoader loader(String property, String version) throws Exception {
+    return new URLClassLoader(jars(property, version).toArray(new URL[0]), Isolated.class.getClassLoader());
+  }
+
+  /** Every jar in the directory the system property names, plus version. */
+  private static List<URL> jars(String property, String version) throws Exception {
     File dir = new File(System.getProperty(property), version);
     File[] jars = dir.listFiles((d, n) -> n.endsWith(".jar"));
     assertTrue(jars != null && jars.length > 0, "jars in " + dir);
@@ -31,7 +36,7 @@ final class Isolated {
     for (File j : jars) {
       urls.add(j.toURI().toURL());
     }
-    return new URLClassLoader(urls.toArray(new URL[0]), Isolated.class.getClassLoader());
+    return urls;
   }
 
   /**
@@ -42,13 +47,7 @@ final class Isolated {
    * from the tests' class directory, next to the older library.
    */
   static URLClassLoader childFirst(String property, String version, String... prefixes) throws Exception {
-    File dir = new File(System.getProperty(property), version);
-    File[] jars = dir.listFiles((d, n) -> n.endsWith(".jar"));
-    assertTrue(jars != null && jars.length > 0, "jars in " + dir);
-    List<URL> urls = new ArrayList<>();
-    for (File j : jars) {
-      urls.add(j.toURI().toURL());
-    }
+    List<URL> urls = jars(property, version);
     urls.add(Isolated.class.getProtectionDomain().getCodeSource().getLocation());
     return new URLClassLoader(urls.toArray(new URL[0]), Isolated.class.getClassLoader()) {
       @Override
