@@ -132,7 +132,6 @@ func measureJVM(mode, backendJar string, fr jvmFront, agent, otlp string) jvmRun
 	}
 	openLoop(url, *rate, *jvmWarmup, *conns)
 	before := cpuTimes(pids)
-	jitBefore := jitTimes(pids)
 	threadsBefore := threadTimes(pids)
 	var weftBefore time.Duration
 	var m0 map[string]uint64
@@ -143,10 +142,13 @@ func measureJVM(mode, backendJar string, fr jvmFront, agent, otlp string) jvmRun
 	res := openLoop(url, *rate, *duration, *conns)
 	r.reqPerSec, r.requests, r.p50, r.p99, r.lat = res.rps, res.requests, res.p50, res.p99, res.lat
 	r.jvmCPU = cpuTimes(pids) - before
-	r.jitCPU = jitTimes(pids) - jitBefore
 	var busiest []string
 	for group, d := range threadTimes(pids) {
-		if d -= threadsBefore[group]; d >= 100*time.Millisecond {
+		d -= threadsBefore[group]
+		if group == "C1 CompilerThre" || group == "C2 CompilerThre" { // "C1/C2 CompilerThread<n>", cut to 15 bytes
+			r.jitCPU += d
+		}
+		if d >= 100*time.Millisecond {
 			busiest = append(busiest, fmt.Sprintf("%s=%v", group, d))
 		}
 	}
@@ -231,7 +233,7 @@ func reportJVM(runs []jvmRun, order []string) {
 	// cancel the VM's drift between rounds.
 	total := func(r jvmRun) float64 { return float64((r.jvmCPU + r.weftCPU).Microseconds()) / r.requests }
 	// Without the JIT compilers' threads: the JVMs still compile in the
-	// window (more with more instrumented code), and that is what varies most from run to run.
+	// window, more with more instrumented code.
 	steady := func(r jvmRun) float64 { return float64((r.jvmCPU - r.jitCPU + r.weftCPU).Microseconds()) / r.requests }
 	fmt.Printf("\nPaired by round (mean ± standard error over %d rounds):\n\n", *rounds)
 	fmt.Println("| configurations | total CPU per request, ratio | the same without JIT compilation, ratio | p99 difference (µs) |")
@@ -256,18 +258,6 @@ func reportJVM(runs []jvmRun, order []string) {
 		*jvmApp, *rounds, *rate, *duration, *jvmWarmup)
 }
 
-// jitTimes is the CPU time of the JVMs' JIT compiler threads alive now
-// ("C1/C2 CompilerThread<n>").
-func jitTimes(pids []int) time.Duration {
-	var t time.Duration
-	for group, d := range threadTimes(pids) {
-		if group == "C1 CompilerThre" || group == "C2 CompilerThre" {
-			t += d
-		}
-	}
-	return t
-}
-
 // threadTimes is the CPU time of the processes' live threads, summed by
 // thread name without its trailing digits, from /proc/<pid>/task/*/stat.
 func threadTimes(pids []int) map[string]time.Duration {
@@ -282,10 +272,7 @@ func threadTimes(pids []int) map[string]time.Duration {
 			}
 			s := string(b)
 			comm := strings.TrimRight(s[strings.IndexByte(s, '(')+1:strings.LastIndexByte(s, ')')], "0123456789#-")
-			f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-			ut, _ := strconv.ParseUint(f[11], 10, 64)
-			st, _ := strconv.ParseUint(f[12], 10, 64)
-			out[comm] += time.Duration(ut+st) * time.Second / 100
+			out[comm] += statCPU(s)
 		}
 	}
 	return out

@@ -334,7 +334,11 @@ func cpuTimes(pids []int) time.Duration {
 func cpuTime(pid int) time.Duration {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	check(err)
-	s := string(b)
+	return statCPU(string(b))
+}
+
+// statCPU is utime+stime from the text of a /proc stat file (a process's or a thread's).
+func statCPU(s string) time.Duration {
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
 	ut, _ := strconv.ParseUint(f[11], 10, 64)
 	st, _ := strconv.ParseUint(f[12], 10, 64)
