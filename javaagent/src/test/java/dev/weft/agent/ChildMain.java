@@ -96,19 +96,18 @@ public final class ChildMain {
         Class.forName(name, true, loader);
       }
     }
-    handOff();
+    handOff(Executors.newSingleThreadExecutor(), "task slot ");
   }
 
-  /** Prints the slot a pool task sees when submitted under 777, then under none. */
-  static void handOff() throws Exception {
-    ExecutorService pool = Executors.newSingleThreadExecutor();
+  /** Prints the slot a task of pool sees when submitted under 777, then under none, and shuts pool down. */
+  static void handOff(ExecutorService pool, String label) throws Exception {
     Method swap = bootstrap("Context").getMethod("swap", long.class);
     Method slot = bootstrap("WeftNative").getMethod("currentSlot");
     swap.invoke(null, 777L);
     long seen = pool.submit(() -> (long) slot.invoke(null)).get();
     swap.invoke(null, 0L);
     long after = pool.submit(() -> (long) slot.invoke(null)).get();
-    System.out.println("task slot " + seen + " after " + after);
+    System.out.println(label + seen + " after " + after);
     pool.shutdown();
   }
 
@@ -122,15 +121,6 @@ public final class ChildMain {
     Object handle = vm.getMethod("attach", String.class).invoke(null, pid);
     vm.getMethod("loadAgent", String.class, String.class).invoke(handle, jar, "debug=true");
     vm.getMethod("detach").invoke(handle);
-
-    Class<?> context = bootstrap("Context");
-    Method swap = context.getMethod("swap", long.class);
-    Method slot = bootstrap("WeftNative").getMethod("currentSlot");
-    swap.invoke(null, 777L);
-    long seen = pool.submit(() -> (long) slot.invoke(null)).get();
-    swap.invoke(null, 0L);
-    long after = pool.submit(() -> (long) slot.invoke(null)).get();
-    System.out.println("attached task slot " + seen + " after " + after);
-    pool.shutdown();
+    handOff(pool, "attached task slot ");
   }
 }
