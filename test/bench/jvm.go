@@ -30,6 +30,7 @@ var (
 	otelAgent = flag.String("otel-agent", ".cache/opentelemetry-javaagent.jar", "the OpenTelemetry Java agent jar for -jvm")
 	agentJar  = flag.String("agent-jar", "", "weft's Java agent for -jvm (default: the embedded pkg/javaagent/weft-agent.jar)")
 	jvmWarmup = flag.Duration("jvm-warmup", 20*time.Second, "load before measuring each JVM configuration (JIT)")
+	jvmOpts   = flag.String("jvm-opts", "", "more options for every JVM of every configuration (space-separated), e.g. a fixed heap")
 	jvmApp    = flag.String("jvm-app", "ktor", "the front service for -jvm: ktor (demo frontend, /direct) or spring-webflux (test/apps/jvm/spring, OkHttp enqueue)")
 )
 
@@ -87,7 +88,8 @@ func runJVMBench() {
 
 func startJVM(service, jarPath string, env []string, opts ...string) (*exec.Cmd, string) {
 	port := freePort()
-	cmd := exec.Command("java", append(append([]string{"-XX:+PreserveFramePointer"}, opts...), "-jar", jarPath)...)
+	args := append([]string{"-XX:+PreserveFramePointer"}, strings.Fields(*jvmOpts)...)
+	cmd := exec.Command("java", append(append(args, opts...), "-jar", jarPath)...)
 	cmd.Env = append(append(os.Environ(), "OTEL_SERVICE_NAME="+service, "PORT="+strconv.Itoa(port)), env...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	check(cmd.Start())
@@ -254,8 +256,8 @@ func reportJVM(runs []jvmRun, order []string) {
 			fmt.Printf("| %s / %s | %.3f ± %.3f | %.3f ± %.3f | %+.0f ± %.0f |\n", a, b, rm, rse, sm, sse, pm, pse)
 		}
 	}
-	fmt.Printf("\n%s: runs per configuration: %d, %d req/s offered for %v each after %v of warm-up\n",
-		*jvmApp, *rounds, *rate, *duration, *jvmWarmup)
+	fmt.Printf("\n%s: runs per configuration: %d, %d req/s offered for %v each after %v of warm-up, JVM options %q\n",
+		*jvmApp, *rounds, *rate, *duration, *jvmWarmup, *jvmOpts)
 }
 
 // threadTimes is the CPU time of the processes' live threads, summed by
