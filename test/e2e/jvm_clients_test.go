@@ -37,11 +37,15 @@ func (a jvmApp) routes() []frontPath {
 	return append(append(routes, frontPath{"/fan/", 3}), a.extra...)
 }
 
+// Every client each app has: its own framework's, the common Java ones,
+// and the other family's (Reactor Netty's HttpClient from Ktor, Ktor's
+// engines from Spring).
 var ktorClients = []string{"cio", "ktor-okhttp", "ktor-java", "ktor-apache5", "okhttp-execute", "okhttp-enqueue",
-	"jdk-send", "jdk-sendasync", "urlconnection", "apache5-classic", "apache5-async"}
+	"jdk-send", "jdk-sendasync", "urlconnection", "apache5-classic", "apache5-async", "reactor-netty"}
 
 var springClients = []string{"okhttp-execute", "jdk-send", "urlconnection", "apache5-classic",
-	"okhttp-enqueue", "jdk-sendasync", "apache5-async", "webclient"}
+	"okhttp-enqueue", "jdk-sendasync", "apache5-async", "webclient",
+	"ktor-cio", "ktor-okhttp", "ktor-java", "ktor-apache5"}
 
 // checkClientParents sends 200 numbered requests at concurrency 32 to each
 // client route of front (service name "front", backend "backend") and to
@@ -76,7 +80,7 @@ func checkClientParents(t *testing.T, w *weft, rcv *otlptest.Receiver, front jvm
 // Served by Netty in every JDK/load pair, and by CIO in two pairs that
 // between them cover both JDKs and both ways of loading the agent.
 func TestJVMClientsKtor(t *testing.T) {
-	clients := []string{"okhttp-4", "jdk-httpclient", "apache-httpclient-5", "kotlinx-coroutines"}
+	clients := []string{"okhttp-4", "jdk-httpclient", "apache-httpclient-5", "kotlinx-coroutines", "reactor-netty-client"}
 	netty := append([]string{"netty"}, clients...)
 	cio := append([]string{"ktor-cio"}, clients...)
 	diagonal := []string{"jdk17/javaagent", "jdk25/attach"}
@@ -98,9 +102,9 @@ func TestJVMClientsSpring(t *testing.T) {
 	jar := testAppJar("spring")
 	runJVMClients(t, []jvmApp{
 		{name: "mvc", jar: jar, env: []string{"WEB_STACK=mvc"}, clients: springClients,
-			modules: []string{"tomcat", "okhttp-4", "jdk-httpclient", "apache-httpclient-5", "reactor-netty-client", "jdk-executors"}},
+			modules: []string{"tomcat", "okhttp-4", "jdk-httpclient", "apache-httpclient-5", "reactor-netty-client", "jdk-executors", "kotlinx-coroutines"}},
 		{name: "webflux", jar: jar, env: []string{"WEB_STACK=webflux"}, clients: springClients,
-			modules: []string{"netty", "okhttp-4", "jdk-httpclient", "apache-httpclient-5", "reactor-netty-client", "jdk-executors"}},
+			modules: []string{"netty", "okhttp-4", "jdk-httpclient", "apache-httpclient-5", "reactor-netty-client", "jdk-executors", "kotlinx-coroutines"}},
 	})
 }
 

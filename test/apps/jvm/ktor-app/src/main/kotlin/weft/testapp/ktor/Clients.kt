@@ -97,9 +97,11 @@ class Clients {
     // Apache HttpClient 5, the version Ktor's Apache5 engine brings.
     private val apacheClassic = HttpClients.createDefault()
     private val apacheAsync = HttpAsyncClients.createDefault().also { it.start() }
+    // Reactor Netty's HttpClient (what Spring's WebClient runs on), called from a coroutine.
+    private val reactorNetty = reactor.netty.http.client.HttpClient.create()
 
     val names = listOf("cio", "ktor-okhttp", "ktor-java", "ktor-apache5", "okhttp-execute", "okhttp-enqueue", "jdk-send", "jdk-sendasync", "urlconnection",
-        "apache5-classic", "apache5-async")
+        "apache5-classic", "apache5-async", "reactor-netty")
 
     suspend fun fetch(client: String, url: String): String = when (client) {
         "cio" -> ktor(cio, url)
@@ -148,6 +150,10 @@ class Clients {
                 }
             })
         }
+        "reactor-netty" -> reactorNetty.get().uri(url)
+            .responseSingle { r, content -> content.asString().defaultIfEmpty("").map { body(r.status().code(), it) } }
+            // Reactor 3.8's nullness annotations make the awaited value String?.
+            .toFuture().await() ?: throw BackendError("no response")
         else -> throw IllegalArgumentException("no client $client")
     }
 

@@ -36,7 +36,8 @@ import reactor.core.publisher.Mono;
 final class Clients {
   static final List<String> BLOCKING =
       List.of("okhttp-execute", "jdk-send", "urlconnection", "apache5-classic");
-  static final List<String> ASYNC = List.of("okhttp-enqueue", "jdk-sendasync", "apache5-async", "webclient");
+  static final List<String> ASYNC = List.of("okhttp-enqueue", "jdk-sendasync", "apache5-async", "webclient",
+      "ktor-cio", "ktor-okhttp", "ktor-java", "ktor-apache5");
 
   // Default limits everywhere: OkHttp's dispatcher runs 5 calls per host, so
   // at concurrency 32 most enqueued calls wait and start on another call's
@@ -143,6 +144,11 @@ final class Clients {
       }
       case "webclient":
         return webclient(url).toFuture();
+      case "ktor-cio":
+      case "ktor-okhttp":
+      case "ktor-java":
+      case "ktor-apache5":
+        return KtorClients.fetch(client, url);
       default:
         return CompletableFuture.failedFuture(new IllegalArgumentException("no async client " + client));
     }
