@@ -21,9 +21,6 @@ object KtorClients {
         "ktor-apache5" to HttpClient(Apache5),
     )
 
-    @JvmField
-    val NAMES: List<String> = engines.keys.toList()
-
     /**
      * Fetches url with the named engine in a coroutine that starts on the
      * calling thread (Dispatchers.Unconfined, as Spring runs suspending
