@@ -67,7 +67,9 @@ go run ./test/bench -jvm -rate 150 -duration 20s -jvm-warmup 70s -rounds 2
 echo
 echo "## JVM agent: Spring WebFlux calling through OkHttp's enqueue, weft alone / weft + agent / OpenTelemetry Java agent, 400 requests/s"
 echo
-go run ./test/bench -jvm -jvm-app spring-webflux -jvm-modes weft,weft+agent,otel -rate 400 -duration 30s -jvm-warmup 60s -rounds 5
+# One fixed, pre-touched heap in every configuration, so heap sizing is not one of the differences between runs.
+go run ./test/bench -jvm -jvm-app spring-webflux -jvm-modes weft,weft+agent,otel -rate 400 -duration 30s -jvm-warmup 60s -rounds 6 \
+	-jvm-opts "-Xms1g -Xmx1g -XX:+AlwaysPreTouch"
 echo
 echo "## Profiling: a CPU-bound traced service (/burn?ms=5) keeping both cores busy; weft on, then profiling at 19 and 99 Hz"
 echo
