@@ -89,6 +89,7 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 	}
 	defer tr.Close()
 	sel.SetFilter(tr)
+	sel.OnTraced(func(pid int) { resolver.Resolve(uint32(pid)) })
 	if err := sel.Sync(); err != nil {
 		return errors.Join(fmt.Errorf("select processes: %w", err), exp.Shutdown(ctx))
 	}

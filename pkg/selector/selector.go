@@ -58,6 +58,8 @@ type Selector struct {
 
 	mu     sync.Mutex
 	traced map[int]*Process
+	// onTraced hears of each process as tracing begins (set before Sync).
+	onTraced func(pid int)
 }
 
 // New checks the selection against the system (every pid must exist,
@@ -104,6 +106,11 @@ func New(sel config.Select, sys System, f Filter) (*Selector, error) {
 	}
 	return s, nil
 }
+
+// OnTraced sets what hears of each process as weft begins to trace it:
+// its identity can be read while it lives (a short-lived client may be
+// gone by the time its first events are read).
+func (s *Selector) OnTraced(f func(pid int)) { s.onTraced = f }
 
 // Cgroups are the selected cgroups, for the kernel side.
 func (s *Selector) Cgroups() []Cgroup { return s.cgroups }
@@ -326,6 +333,9 @@ func (s *Selector) note(pid int, why string, set func() error) bool {
 	s.traced[pid] = &Process{PID: pid, Exe: exe, Selector: why}
 	s.mu.Unlock()
 	s.log.Info("tracing process", "pid", pid, "exe", exe, "why", why)
+	if s.onTraced != nil {
+		s.onTraced(pid)
+	}
 	return true
 }
 
