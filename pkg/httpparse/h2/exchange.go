@@ -15,6 +15,7 @@ type Exchange struct {
 	StreamID                       uint32
 	Method, Scheme, Authority      string
 	Path, ContentType, Traceparent string
+	UserAgent                      string
 	Status                         int // :status, 0 when no response headers came
 	// GRPCStatus is grpc-status from the trailers (or a trailers-only
 	// response), -1 when there was none.
@@ -52,6 +53,21 @@ type Conn struct {
 // NewConn follows a connection; the client's direction opens with the preface.
 func NewConn() *Conn {
 	return &Conn{Requests: NewParser(true), Responses: NewParser(false), open: map[uint32]*Exchange{}}
+}
+
+// NewFramesConn follows a connection from the kernel's HTTP/2 copies
+// (Parser.FeedFrames): FeedRequest and FeedResponse take those.
+func NewFramesConn() *Conn {
+	return &Conn{Requests: NewFramesParser(true), Responses: NewFramesParser(false), open: map[uint32]*Exchange{}}
+}
+
+// Open is the number of streams begun and not yet ended.
+func (c *Conn) Open() int { return len(c.open) }
+
+// Lose stops following the connection.
+func (c *Conn) Lose(err error) {
+	c.Requests.Lose(err)
+	c.Responses.Lose(err)
 }
 
 // Lost is why the connection can no longer be followed, nil while it can.
@@ -106,6 +122,8 @@ func (c *Conn) request(e Event) {
 				x.ContentType = f.Value
 			case "traceparent":
 				x.Traceparent = f.Value
+			case "user-agent":
+				x.UserAgent = f.Value
 			}
 		}
 		c.open[e.StreamID] = x

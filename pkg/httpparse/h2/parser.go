@@ -62,6 +62,9 @@ var kept = map[string]bool{
 // Parser follows one direction of one HTTP/2 connection.
 type Parser struct {
 	preface int // bytes of the client preface still expected (client direction)
+	// elided: segments hold the frames with the payloads the parser does
+	// not decode left out (the kernel's HTTP/2 copy, see FeedFrames).
+	elided bool
 
 	hdr  [frameHeaderLen]byte
 	hdrN int
@@ -99,6 +102,29 @@ func NewParser(client bool) *Parser {
 	p.dec.SetAllowedMaxDynamicTableSize(MaxDynamicTable)
 	p.dec.SetMaxStringLength(maxStringLength)
 	return p
+}
+
+// NewFramesParser is NewParser for FeedFrames.
+func NewFramesParser(client bool) *Parser {
+	p := NewParser(client)
+	p.elided = true
+	return p
+}
+
+// FeedFrames parses one segment of the stream with the payloads of every
+// frame but HEADERS, CONTINUATION, PUSH_PROMISE, RST_STREAM and GOAWAY
+// left out (what the kernel copies of an HTTP/2 connection): a DATA
+// frame is counted from its header alone. Only for NewFramesParser.
+func (p *Parser) FeedFrames(frames []byte, ts uint64) []Event {
+	return p.Feed(frames, len(frames), ts)
+}
+
+// Lose stops the parser for good, for a reason found outside the stream
+// (the kernel lost the connection's framing).
+func (p *Parser) Lose(err error) {
+	if p.lost == nil {
+		p.lose(err)
+	}
 }
 
 // Lost is why the parser stopped, nil while it follows the stream.
@@ -189,7 +215,10 @@ func (p *Parser) begin(h frameHeader, ts uint64) {
 	}
 	p.cur, p.left, p.in = h, h.length, true
 	p.payload = p.payload[:0]
-	if h.length == 0 {
+	if p.elided && !p.collecting() {
+		p.left = 0 // the payload was left out of the segment
+	}
+	if p.left == 0 {
 		p.end(ts)
 	}
 }
