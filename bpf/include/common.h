@@ -43,6 +43,7 @@ const enum weft_direction *unused_direction __attribute__((unused));
 const enum weft_stat *unused_stat __attribute__((unused));
 const enum weft_ctx_kind *unused_ctx_kind __attribute__((unused));
 const enum weft_proc_mode *unused_proc_mode __attribute__((unused));
+const enum weft_capture *unused_capture __attribute__((unused));
 const struct proc_info *unused_proc_info __attribute__((unused));
 
 /* Set by user space before load. */
@@ -360,7 +361,10 @@ __noinline int trace_context(struct event_buf *e, __u32 n, __u64 pid_tgid)
 	return 0;
 }
 
-/* Emits one data event: header plus the first capture_max bytes. */
+#include "h2walk.h"
+
+/* Emits one data event: header plus the first capture_max bytes (or an
+ * HTTP/2 connection's frames, h2walk.h). */
 static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u32 bytes, const struct user_buf *ub)
 {
 	__u64 sid = (__u64)sk;
@@ -386,9 +390,19 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 	__builtin_memset(h->daddr, 0, sizeof(h->daddr));
 	fill_addrs(h, sk);
 
-	__u64 n = copy_payload(e, ub, bytes);
-	if (n == 0 && bytes > 0)
-		count(WEFT_STAT_LOST_READ);
+	h->capture = WEFT_CAP_PREFIX;
+	struct h2_walk *h2 = h2_conn(e, sid, dir, 0, bytes);
+	__u64 n = 0;
+	if (!h2) {
+		n = copy_payload(e, ub, bytes);
+		if (n == 0 && bytes > 0)
+			count(WEFT_STAT_LOST_READ);
+		h2 = h2_conn(e, sid, dir, n, bytes);
+	}
+	if (h2) {
+		n = h2_compact(e, ub, h2, bytes);
+		h->capture = h2->cut ? WEFT_CAP_H2_CUT : WEFT_CAP_H2;
+	}
 	BOUND(n, 0x1fff);
 	h->captured = n;
 	h->ctx_kind = WEFT_CTX_NONE;
@@ -398,7 +412,8 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 	__builtin_memset(h->parent_id, 0, sizeof(h->parent_id));
 	__builtin_memset(h->more_span_ids, 0, sizeof(h->more_span_ids));
 	h->n_more = 0;
-	trace_context(e, n, pid_tgid);
+	if (!h2) /* HTTP/2 streams get their spans in user space */
+		trace_context(e, n, pid_tgid);
 	if (bpf_ringbuf_output(&events, e, sizeof(*h) + n, wakeup_flags()) < 0) {
 		count(WEFT_STAT_LOST_RINGBUF);
 		return;
@@ -561,6 +576,7 @@ int weft_sock_state(struct trace_event_raw_inet_sock_set_state *ctx)
 		unread--;
 	bpf_map_delete_elem(&tracked_socks, &id);
 	bpf_map_delete_elem(&not_http_socks, &id);
+	h2_forget(id);
 	serving_closed(id);
 	emit_small(WEFT_EV_CLOSE, id, 0, 0, by_peer ? WEFT_DIR_INGRESS : WEFT_DIR_EGRESS, unread, wakeup_flags());
 	return 0;

@@ -26,6 +26,14 @@ enum weft_ctx_kind {
 	                           * (span_id) joins trace_id under parent_id */
 };
 
+/* What an event's payload is. */
+enum weft_capture {
+	WEFT_CAP_PREFIX = 0, /* the call's first bytes */
+	WEFT_CAP_H2 = 1,     /* an HTTP/2 connection's frames in the call, DATA and other
+	                      * payloads user space does not decode left out (h2walk.h) */
+	WEFT_CAP_H2_CUT = 2, /* an HTTP/2 connection whose framing the copy lost: no payload */
+};
+
 enum weft_direction {
 	WEFT_DIR_EGRESS = 0,  /* the process sent the bytes */
 	WEFT_DIR_INGRESS = 1, /* the process received the bytes */
@@ -52,7 +60,9 @@ enum weft_stat {
 	WEFT_STAT_TRACEPARENT_UNSEEN = 16, /* request head went on past the capture: a traceparent there was not seen */
 	WEFT_STAT_NOT_HTTP_SKIPPED = 17,   /* data on a socket user space found not to carry HTTP: not copied */
 	WEFT_STAT_CALL_UNREADABLE = 18,    /* socket path: data moved by a call whose buffer it cannot name (sendmmsg, io_uring, splice) */
-	WEFT_STAT_MAX = 19,
+	WEFT_STAT_H2_TABLE_FULL = 19, /* an HTTP/2 connection found no room in h2_conns: not followed */
+	WEFT_STAT_H2_CUT = 20,        /* an HTTP/2 connection's copy lost its framing (over 4 KiB of headers in a call) */
+	WEFT_STAT_MAX = 21,
 };
 
 struct event_header {
@@ -72,7 +82,8 @@ struct event_header {
 	__u8 dir;      /* enum weft_direction */
 	__u8 ctx_kind; /* enum weft_ctx_kind */
 	__u8 trace_flags;
-	__u8 _pad[2];
+	__u8 capture;  /* enum weft_capture */
+	__u8 _pad;
 	/* The span the kernel assigned to the request this segment starts
 	 * (ctx_kind != NONE): the ids that went on the wire. */
 	__u8 trace_id[16];

@@ -139,6 +139,8 @@ func (l *loop) snapshot() map[string]uint64 {
 		out["traceparent_beyond_capture"] = s.TraceparentUnseen
 		out["events_skipped_not_http"] = s.NotHTTPSkipped
 		out["events_skipped_unreadable_call"] = s.CallUnreadable
+		out["h2_conns_table_full"] = s.H2TableFull
+		out["h2_conns_cut"] = s.H2Cut
 	}
 	return out
 }

@@ -82,4 +82,21 @@ type Event struct {
 	// MoreSpanIDs are the client spans of requests pipelined after the
 	// first in the same send (same trace and parent), in order.
 	MoreSpanIDs [][8]byte
+	// Capture says what Payload is.
+	Capture Capture
 }
+
+// Capture is what the kernel copied of a call.
+type Capture uint8
+
+const (
+	// CapturePrefix: the call's first bytes.
+	CapturePrefix Capture = 0
+	// CaptureH2: an HTTP/2 connection's frames in the call, with the
+	// payloads of frames other than HEADERS, CONTINUATION, PUSH_PROMISE,
+	// RST_STREAM and GOAWAY left out (their headers stay).
+	CaptureH2 Capture = 1
+	// CaptureH2Cut: an HTTP/2 connection whose copy lost the framing;
+	// no payload.
+	CaptureH2Cut Capture = 2
+)

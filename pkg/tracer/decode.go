@@ -43,6 +43,7 @@ func Decode(raw []byte, ev *event.Event) error {
 		SpanID:     h.SpanId,
 		ParentID:   h.ParentId,
 		TraceFlags: h.TraceFlags,
+		Capture:    event.Capture(h.Capture),
 	}
 	if n := int(min(h.N_more, uint8(len(h.MoreSpanIds)))); n > 0 {
 		ev.MoreSpanIDs = h.MoreSpanIds[:n]

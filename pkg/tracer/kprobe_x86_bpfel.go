@@ -55,7 +55,8 @@ type kprobeEventHeader struct {
 	Dir         uint8
 	CtxKind     uint8
 	TraceFlags  uint8
-	Pad         [2]uint8
+	Capture     uint8
+	Pad         uint8
 	TraceId     [16]uint8
 	SpanId      [8]uint8
 	ParentId    [8]uint8
@@ -100,6 +101,24 @@ type kprobeGoRoute struct {
 	From      kprobeGoCtx
 	HasParent uint8
 	Pad       [7]uint8
+}
+
+type kprobeH2Key struct {
+	_    structs.HostLayout
+	Sock uint64
+	Dir  uint8
+	Pad  [7]uint8
+}
+
+type kprobeH2Walk struct {
+	_       structs.HostLayout
+	Left    uint32
+	Copy    uint8
+	Have    uint8
+	Hdr     [4]uint8
+	Cut     uint8
+	Preface uint8
+	Pad     [4]uint8
 }
 
 type kprobeInflight struct {
@@ -213,6 +232,7 @@ const (
 	kprobeMapGoRoute                 = "go_route"
 	kprobeMapGoSender                = "go_sender"
 	kprobeMapGoWriter                = "go_writer"
+	kprobeMapH2Conns                 = "h2_conns"
 	kprobeMapInflightBpfSend         = "inflight_bpf_send"
 	kprobeMapInflightRecv            = "inflight_recv"
 	kprobeMapInflightSend            = "inflight_send"
@@ -276,6 +296,7 @@ const (
 	kprobeVarSampleRoot              = "sample_root"
 	kprobeVarSelfPid                 = "self_pid"
 	kprobeVarTraceAll                = "trace_all"
+	kprobeVarUnusedCapture           = "unused_capture"
 	kprobeVarUnusedCtxKind           = "unused_ctx_kind"
 	kprobeVarUnusedDirection         = "unused_direction"
 	kprobeVarUnusedEventKind         = "unused_event_kind"
@@ -375,6 +396,7 @@ type kprobeMapSpecs struct {
 	GoRoute         *ebpf.MapSpec `ebpf:"go_route"`
 	GoSender        *ebpf.MapSpec `ebpf:"go_sender"`
 	GoWriter        *ebpf.MapSpec `ebpf:"go_writer"`
+	H2Conns         *ebpf.MapSpec `ebpf:"h2_conns"`
 	InflightBpfSend *ebpf.MapSpec `ebpf:"inflight_bpf_send"`
 	InflightRecv    *ebpf.MapSpec `ebpf:"inflight_recv"`
 	InflightSend    *ebpf.MapSpec `ebpf:"inflight_send"`
@@ -416,6 +438,7 @@ type kprobeVariableSpecs struct {
 	SampleRoot        *ebpf.VariableSpec `ebpf:"sample_root"`
 	SelfPid           *ebpf.VariableSpec `ebpf:"self_pid"`
 	TraceAll          *ebpf.VariableSpec `ebpf:"trace_all"`
+	UnusedCapture     *ebpf.VariableSpec `ebpf:"unused_capture"`
 	UnusedCtxKind     *ebpf.VariableSpec `ebpf:"unused_ctx_kind"`
 	UnusedDirection   *ebpf.VariableSpec `ebpf:"unused_direction"`
 	UnusedEventKind   *ebpf.VariableSpec `ebpf:"unused_event_kind"`
@@ -459,6 +482,7 @@ type kprobeMaps struct {
 	GoRoute         *ebpf.Map `ebpf:"go_route"`
 	GoSender        *ebpf.Map `ebpf:"go_sender"`
 	GoWriter        *ebpf.Map `ebpf:"go_writer"`
+	H2Conns         *ebpf.Map `ebpf:"h2_conns"`
 	InflightBpfSend *ebpf.Map `ebpf:"inflight_bpf_send"`
 	InflightRecv    *ebpf.Map `ebpf:"inflight_recv"`
 	InflightSend    *ebpf.Map `ebpf:"inflight_send"`
@@ -502,6 +526,7 @@ func (m *kprobeMaps) Close() error {
 		m.GoRoute,
 		m.GoSender,
 		m.GoWriter,
+		m.H2Conns,
 		m.InflightBpfSend,
 		m.InflightRecv,
 		m.InflightSend,
@@ -544,6 +569,7 @@ type kprobeVariables struct {
 	SampleRoot        *ebpf.Variable `ebpf:"sample_root"`
 	SelfPid           *ebpf.Variable `ebpf:"self_pid"`
 	TraceAll          *ebpf.Variable `ebpf:"trace_all"`
+	UnusedCapture     *ebpf.Variable `ebpf:"unused_capture"`
 	UnusedCtxKind     *ebpf.Variable `ebpf:"unused_ctx_kind"`
 	UnusedDirection   *ebpf.Variable `ebpf:"unused_direction"`
 	UnusedEventKind   *ebpf.Variable `ebpf:"unused_event_kind"`

@@ -31,6 +31,11 @@ type Stats struct {
 	// name (sendmmsg, io_uring, splice/sendfile, a kernel thread's), not
 	// copied.
 	CallUnreadable uint64
+	// H2TableFull: HTTP/2 connections not followed, h2_conns was full.
+	H2TableFull uint64
+	// H2Cut: HTTP/2 connections whose copy lost the framing (a call with
+	// more header bytes than an event holds).
+	H2Cut uint64
 }
 
 // Lost is the number of events the kernel could not deliver (stack
@@ -76,6 +81,8 @@ func (t *Tracer) Stats() (Stats, error) {
 		{tpWeftStatWEFT_STAT_TRACEPARENT_UNSEEN, &s.TraceparentUnseen},
 		{tpWeftStatWEFT_STAT_NOT_HTTP_SKIPPED, &s.NotHTTPSkipped},
 		{tpWeftStatWEFT_STAT_CALL_UNREADABLE, &s.CallUnreadable},
+		{tpWeftStatWEFT_STAT_H2TABLE_FULL, &s.H2TableFull},
+		{tpWeftStatWEFT_STAT_H2CUT, &s.H2Cut},
 	} {
 		if *f.dst, err = sum(f.idx); err != nil {
 			return s, err

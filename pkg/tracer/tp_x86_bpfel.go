@@ -55,7 +55,8 @@ type tpEventHeader struct {
 	Dir         uint8
 	CtxKind     uint8
 	TraceFlags  uint8
-	Pad         [2]uint8
+	Capture     uint8
+	Pad         uint8
 	TraceId     [16]uint8
 	SpanId      [8]uint8
 	ParentId    [8]uint8
@@ -100,6 +101,24 @@ type tpGoRoute struct {
 	From      tpGoCtx
 	HasParent uint8
 	Pad       [7]uint8
+}
+
+type tpH2Key struct {
+	_    structs.HostLayout
+	Sock uint64
+	Dir  uint8
+	Pad  [7]uint8
+}
+
+type tpH2Walk struct {
+	_       structs.HostLayout
+	Left    uint32
+	Copy    uint8
+	Have    uint8
+	Hdr     [4]uint8
+	Cut     uint8
+	Preface uint8
+	Pad     [4]uint8
 }
 
 type tpInflight struct {
@@ -197,6 +216,14 @@ type tpTracesCtx struct {
 	SpanId  [8]uint8
 }
 
+type tpWeftCapture uint32
+
+const (
+	tpWeftCaptureWEFT_CAP_PREFIX tpWeftCapture = 0
+	tpWeftCaptureWEFT_CAP_H2     tpWeftCapture = 1
+	tpWeftCaptureWEFT_CAP_H2CUT  tpWeftCapture = 2
+)
+
 type tpWeftCtxKind uint32
 
 const (
@@ -256,7 +283,9 @@ const (
 	tpWeftStatWEFT_STAT_TRACEPARENT_UNSEEN tpWeftStat = 16
 	tpWeftStatWEFT_STAT_NOT_HTTP_SKIPPED   tpWeftStat = 17
 	tpWeftStatWEFT_STAT_CALL_UNREADABLE    tpWeftStat = 18
-	tpWeftStatWEFT_STAT_MAX                tpWeftStat = 19
+	tpWeftStatWEFT_STAT_H2TABLE_FULL       tpWeftStat = 19
+	tpWeftStatWEFT_STAT_H2CUT              tpWeftStat = 20
+	tpWeftStatWEFT_STAT_MAX                tpWeftStat = 21
 )
 
 // Names of all BPF objects in the ELF.
@@ -277,6 +306,7 @@ const (
 	tpMapGoRoute                 = "go_route"
 	tpMapGoSender                = "go_sender"
 	tpMapGoWriter                = "go_writer"
+	tpMapH2Conns                 = "h2_conns"
 	tpMapInflightCalls           = "inflight_calls"
 	tpMapInjectScratch           = "inject_scratch"
 	tpMapKeyLoad                 = "key_load"
@@ -353,6 +383,7 @@ const (
 	tpVarSampleRoot              = "sample_root"
 	tpVarSelfPid                 = "self_pid"
 	tpVarTraceAll                = "trace_all"
+	tpVarUnusedCapture           = "unused_capture"
 	tpVarUnusedCtxKind           = "unused_ctx_kind"
 	tpVarUnusedDirection         = "unused_direction"
 	tpVarUnusedEventKind         = "unused_event_kind"
@@ -467,6 +498,7 @@ type tpMapSpecs struct {
 	GoRoute        *ebpf.MapSpec `ebpf:"go_route"`
 	GoSender       *ebpf.MapSpec `ebpf:"go_sender"`
 	GoWriter       *ebpf.MapSpec `ebpf:"go_writer"`
+	H2Conns        *ebpf.MapSpec `ebpf:"h2_conns"`
 	InflightCalls  *ebpf.MapSpec `ebpf:"inflight_calls"`
 	InjectScratch  *ebpf.MapSpec `ebpf:"inject_scratch"`
 	KeyLoad        *ebpf.MapSpec `ebpf:"key_load"`
@@ -506,6 +538,7 @@ type tpVariableSpecs struct {
 	SampleRoot        *ebpf.VariableSpec `ebpf:"sample_root"`
 	SelfPid           *ebpf.VariableSpec `ebpf:"self_pid"`
 	TraceAll          *ebpf.VariableSpec `ebpf:"trace_all"`
+	UnusedCapture     *ebpf.VariableSpec `ebpf:"unused_capture"`
 	UnusedCtxKind     *ebpf.VariableSpec `ebpf:"unused_ctx_kind"`
 	UnusedDirection   *ebpf.VariableSpec `ebpf:"unused_direction"`
 	UnusedEventKind   *ebpf.VariableSpec `ebpf:"unused_event_kind"`
@@ -549,6 +582,7 @@ type tpMaps struct {
 	GoRoute        *ebpf.Map `ebpf:"go_route"`
 	GoSender       *ebpf.Map `ebpf:"go_sender"`
 	GoWriter       *ebpf.Map `ebpf:"go_writer"`
+	H2Conns        *ebpf.Map `ebpf:"h2_conns"`
 	InflightCalls  *ebpf.Map `ebpf:"inflight_calls"`
 	InjectScratch  *ebpf.Map `ebpf:"inject_scratch"`
 	KeyLoad        *ebpf.Map `ebpf:"key_load"`
@@ -590,6 +624,7 @@ func (m *tpMaps) Close() error {
 		m.GoRoute,
 		m.GoSender,
 		m.GoWriter,
+		m.H2Conns,
 		m.InflightCalls,
 		m.InjectScratch,
 		m.KeyLoad,
@@ -630,6 +665,7 @@ type tpVariables struct {
 	SampleRoot        *ebpf.Variable `ebpf:"sample_root"`
 	SelfPid           *ebpf.Variable `ebpf:"self_pid"`
 	TraceAll          *ebpf.Variable `ebpf:"trace_all"`
+	UnusedCapture     *ebpf.Variable `ebpf:"unused_capture"`
 	UnusedCtxKind     *ebpf.Variable `ebpf:"unused_ctx_kind"`
 	UnusedDirection   *ebpf.Variable `ebpf:"unused_direction"`
 	UnusedEventKind   *ebpf.Variable `ebpf:"unused_event_kind"`
