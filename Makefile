@@ -49,10 +49,12 @@ lint:
 test: deps check-generated lint build java test-java test-deploy
 	GO=$(GO) scripts/go-test.sh -count=1 -timeout 40m ./...
 	$(GO) test -count=1 -run '^$$' -fuzz FuzzParser -fuzztime $(FUZZTIME) ./pkg/httpparse/
+	$(GO) test -count=1 -run '^$$' -fuzz FuzzParser -fuzztime $(FUZZTIME) ./pkg/httpparse/h2/
 	$(MAKE) demo-test
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParser -fuzztime 10m ./pkg/httpparse/
+	$(GO) test -run '^$$' -fuzz FuzzParser -fuzztime 10m ./pkg/httpparse/h2/
 
 bench: deps build
 	scripts/bench.sh

@@ -70,19 +70,22 @@ func (o *Options) defaults() {
 
 // Stats count what the correlator saw. Safe to read from any goroutine.
 type Stats struct {
-	Events       atomic.Uint64
-	ServerSpans  atomic.Uint64
-	ClientSpans  atomic.Uint64
-	ClientRoots  atomic.Uint64 // client spans that started a trace: no request of the sender's was known
-	ParseErrors  atomic.Uint64 // messages the parser could not make sense of
-	NotHTTP      atomic.Uint64 // connections recognised as another protocol
-	Timeouts     atomic.Uint64 // requests ended by RequestTimeout
-	Unanswered   atomic.Uint64 // requests pending when their connection closed
-	Unmatched    atomic.Uint64 // responses with no request (capture began mid-exchange)
-	Overflow     atomic.Uint64 // requests dropped: too many pipelined
-	EvictedConns atomic.Uint64 // connections dropped by the MaxConns bound
-	NoKernelCtx  atomic.Uint64 // spans the kernel assigned no ids to: traces of their own
-	Unsampled    atomic.Uint64 // spans of traces the sampler left out: counted, not exported
+	Events        atomic.Uint64
+	ServerSpans   atomic.Uint64
+	ClientSpans   atomic.Uint64
+	ClientRoots   atomic.Uint64 // client spans that started a trace: no request of the sender's was known
+	ParseErrors   atomic.Uint64 // messages the parser could not make sense of
+	NotHTTP       atomic.Uint64 // connections recognised as another protocol
+	Timeouts      atomic.Uint64 // requests ended by RequestTimeout
+	Unanswered    atomic.Uint64 // requests pending when their connection closed
+	Unmatched     atomic.Uint64 // responses with no request (capture began mid-exchange)
+	Overflow      atomic.Uint64 // requests dropped: too many pipelined
+	EvictedConns  atomic.Uint64 // connections dropped by the MaxConns bound
+	NoKernelCtx   atomic.Uint64 // spans the kernel assigned no ids to: traces of their own
+	Unsampled     atomic.Uint64 // spans of traces the sampler left out: counted, not exported
+	H2Conns       atomic.Uint64 // connections followed as HTTP/2
+	H2Lost        atomic.Uint64 // HTTP/2 connections no longer followed (framing or HPACK state lost)
+	H2StreamsLost atomic.Uint64 // streams open on those: no span
 
 	mu     sync.Mutex
 	byKind httpparse.ErrorCounts // parse errors by reason
@@ -104,6 +107,9 @@ func (s *Stats) Snapshot() map[string]uint64 {
 		"conns_evicted":              s.EvictedConns.Load(),
 		"spans_without_kernel_ids":   s.NoKernelCtx.Load(),
 		"spans_unsampled":            s.Unsampled.Load(),
+		"h2_conns":                   s.H2Conns.Load(),
+		"h2_conns_lost":              s.H2Lost.Load(),
+		"h2_streams_lost":            s.H2StreamsLost.Load(),
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -158,6 +164,8 @@ type conn struct {
 	inCtx, outCtx []kernelCtx
 	// endedBy is the side that closed the connection first, once known.
 	endedBy ender
+	// h2 follows the connection once the kernel saw it open as HTTP/2.
+	h2 *h2conn
 }
 
 // kernelCtx is a span the kernel assigned (and, for client requests,
@@ -287,6 +295,13 @@ func (c *Correlator) data(ev *event.Event) {
 		c.conns.Add(ev.ConnID, cn)
 	}
 	cn.lastTS = ev.Time
+	if cn.h2 == nil && ev.Capture != event.CapturePrefix {
+		c.startH2(cn, ev)
+	}
+	if cn.h2 != nil {
+		c.h2data(cn, ev)
+		return
+	}
 	if cn.notHTTP {
 		return
 	}
@@ -370,14 +385,18 @@ func (c *Correlator) message(cn *conn, ev *event.Event, m *httpparse.Message) {
 	c.finish(cn, q, m)
 }
 
-func (c *Correlator) newExchange(cn *conn, ev *event.Event, m *httpparse.Message, kind spans.Kind) *exchange {
-	var ex *exchange
+// spareExchange reuses an exchange done with, or makes one.
+func (c *Correlator) spareExchange() *exchange {
 	if n := len(c.spare); n > 0 {
-		ex = c.spare[n-1]
+		ex := c.spare[n-1]
 		c.spare = c.spare[:n-1]
-	} else {
-		ex = new(exchange)
+		return ex
 	}
+	return new(exchange)
+}
+
+func (c *Correlator) newExchange(cn *conn, ev *event.Event, m *httpparse.Message, kind spans.Kind) *exchange {
+	ex := c.spareExchange()
 	*ex = exchange{
 		startTS: m.StartTS,
 		lastTS:  ev.Time,
@@ -396,6 +415,7 @@ func (c *Correlator) newExchange(cn *conn, ev *event.Event, m *httpparse.Message
 			Remote:           cn.remote,
 			RequestBodySize:  m.ContentLength,
 			ResponseBodySize: -1,
+			RPCStatus:        -1,
 		},
 	}
 	return ex
@@ -412,6 +432,9 @@ func (c *Correlator) describe(ex *exchange) {
 		ex.span.Query = query
 	}
 	ex.span.Name = spanName(ex.span.Method, ex.span.Route)
+	if ex.span.RPCService != "" {
+		ex.span.Name = ex.span.RPCService + "/" + ex.span.RPCMethod // the RPC conventions' name
+	}
 }
 
 func (c *Correlator) startServer(cn *conn, ev *event.Event, m *httpparse.Message) {
@@ -555,7 +578,11 @@ func popOldest(q *[]*exchange) *exchange {
 // not finish is an error whoever ended: its writes failed, as an
 // in-process instrumentation would record.
 func (c *Correlator) closeConn(cn *conn, ts uint64) {
-	if !cn.notHTTP {
+	if cn.h2 != nil {
+		if !cn.h2.lost {
+			c.stats.H2StreamsLost.Add(uint64(cn.h2.c.Open()))
+		}
+	} else if !cn.notHTTP {
 		for _, side := range []struct {
 			p    *httpparse.Parser
 			q    *[]*exchange

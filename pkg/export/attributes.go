@@ -12,8 +12,43 @@ import (
 )
 
 // spanAttributes appends to attrs a weft span's attributes under the
-// stable HTTP semantic conventions.
+// stable HTTP semantic conventions, or, for a gRPC call, the RPC ones.
 func spanAttributes(s *spans.Span, attrs []attribute.KeyValue, names *addrNames) []attribute.KeyValue {
+	rpc := s.RPCSystem != ""
+	if rpc {
+		attrs = rpcAttributes(s, attrs)
+	} else {
+		attrs = httpAttributes(s, attrs)
+	}
+	attrs = addressAttributes(s, attrs, names)
+	if !rpc {
+		attrs = httpTailAttributes(s, attrs)
+	}
+	return processAttributes(s, attrs)
+}
+
+// The RPC attributes of the RPC conventions that gRPC instrumentations
+// and OBI emit (semantic conventions 1.26, whose RPC part later versions
+// rework while it is still in development).
+const (
+	rpcSystemKey         = attribute.Key("rpc.system")
+	rpcServiceKey        = attribute.Key("rpc.service")
+	rpcMethodKey         = attribute.Key("rpc.method")
+	rpcGRPCStatusCodeKey = attribute.Key("rpc.grpc.status_code")
+)
+
+func rpcAttributes(s *spans.Span, attrs []attribute.KeyValue) []attribute.KeyValue {
+	attrs = append(attrs, rpcSystemKey.String(validUTF8(s.RPCSystem)))
+	if s.RPCService != "" {
+		attrs = append(attrs, rpcServiceKey.String(validUTF8(s.RPCService)), rpcMethodKey.String(validUTF8(s.RPCMethod)))
+	}
+	if s.RPCStatus >= 0 {
+		attrs = append(attrs, rpcGRPCStatusCodeKey.Int(s.RPCStatus))
+	}
+	return append(attrs, semconv.NetworkProtocolName("http"), semconv.NetworkProtocolVersion(s.Proto))
+}
+
+func httpAttributes(s *spans.Span, attrs []attribute.KeyValue) []attribute.KeyValue {
 	if s.Method != "" {
 		if spans.KnownMethod(s.Method) {
 			attrs = append(attrs, semconv.HTTPRequestMethodKey.String(s.Method))
@@ -38,7 +73,31 @@ func spanAttributes(s *spans.Span, attrs []attribute.KeyValue, names *addrNames)
 	if s.UserAgent != "" {
 		attrs = append(attrs, semconv.UserAgentOriginal(validUTF8(s.UserAgent)))
 	}
+	return attrs
+}
 
+// httpTailAttributes follow the addresses, in the order weft always
+// exported them.
+func httpTailAttributes(s *spans.Span, attrs []attribute.KeyValue) []attribute.KeyValue {
+	if s.Kind == spans.KindClient {
+		authority := validUTF8(s.Host)
+		if strings.TrimSpace(s.Host) == "" && s.Remote.IsValid() {
+			authority = netip.AddrPortFrom(s.Remote.Addr().Unmap(), s.Remote.Port()).String()
+		}
+		attrs = append(attrs, semconv.URLFull(urlFull(authority, s.Path, s.Query)))
+	}
+	if s.RequestBodySize >= 0 {
+		attrs = append(attrs, semconv.HTTPRequestBodySize(int(s.RequestBodySize)))
+	}
+	if s.ResponseBodySize >= 0 {
+		attrs = append(attrs, semconv.HTTPResponseBodySize(int(s.ResponseBodySize)))
+	}
+	return attrs
+}
+
+// addressAttributes are the attributes of the connection and the process,
+// the same for HTTP and RPC.
+func addressAttributes(s *spans.Span, attrs []attribute.KeyValue, names *addrNames) []attribute.KeyValue {
 	host, port, hostOK := s.ServerAddress()
 	if hostOK {
 		attrs = append(attrs, semconv.ServerAddress(host), semconv.ServerPort(port))
@@ -51,20 +110,13 @@ func spanAttributes(s *spans.Span, attrs []attribute.KeyValue, names *addrNames)
 		attrs = names.appendAddrPort(attrs, s.Remote, semconv.NetworkPeerAddress, semconv.NetworkPeerPort)
 		attrs = names.appendAddrPort(attrs, s.Local, semconv.NetworkLocalAddress, semconv.NetworkLocalPort)
 	case spans.KindClient:
-		authority := validUTF8(s.Host)
-		if strings.TrimSpace(s.Host) == "" && s.Remote.IsValid() {
-			authority = netip.AddrPortFrom(s.Remote.Addr().Unmap(), s.Remote.Port()).String()
-		}
 		attrs = names.appendAddrPort(attrs, s.Remote, semconv.NetworkPeerAddress, semconv.NetworkPeerPort)
-		attrs = append(attrs, semconv.URLFull(urlFull(authority, s.Path, s.Query)))
 	}
+	return attrs
+}
 
-	if s.RequestBodySize >= 0 {
-		attrs = append(attrs, semconv.HTTPRequestBodySize(int(s.RequestBodySize)))
-	}
-	if s.ResponseBodySize >= 0 {
-		attrs = append(attrs, semconv.HTTPResponseBodySize(int(s.ResponseBodySize)))
-	}
+// processAttributes close every span's list.
+func processAttributes(s *spans.Span, attrs []attribute.KeyValue) []attribute.KeyValue {
 	if s.TID != 0 {
 		attrs = append(attrs, semconv.ThreadID(int(s.TID)))
 	}
@@ -88,6 +140,9 @@ const ProfileIDKey = "pyroscope.profile.id"
 func spanStatus(s *spans.Span) (codes.Code, string) {
 	if !s.IsError() {
 		return codes.Unset, ""
+	}
+	if s.ErrorType == "" && s.RPCMessage != "" {
+		return codes.Error, validUTF8(s.RPCMessage) // gRPC's own description
 	}
 	return codes.Error, validUTF8(s.ErrorType)
 }

@@ -156,3 +156,37 @@ func TestAttributesAreUTF8(t *testing.T) {
 		t.Errorf("invalid remote produced client.address %v", got["client.address"])
 	}
 }
+
+// A gRPC call carries the RPC attributes, not the HTTP ones; its status
+// follows gRPC's code, described by grpc-message.
+func TestGRPCAttributes(t *testing.T) {
+	s := &spans.Span{
+		Kind: spans.KindClient, Method: "POST", Path: "/pkg.Store/Get", Host: "store:9090", Proto: "2",
+		StatusCode: 200, Remote: netip.MustParseAddrPort("10.0.0.2:9090"), RequestBodySize: 12, ResponseBodySize: 0,
+		RPCSystem: "grpc", RPCService: "pkg.Store", RPCMethod: "Get", RPCStatus: 5, RPCMessage: "no key",
+	}
+	checkAttrs(t, attrsOf(s), map[string]any{
+		"rpc.system":               "grpc",
+		"rpc.service":              "pkg.Store",
+		"rpc.method":               "Get",
+		"rpc.grpc.status_code":     int64(5),
+		"network.protocol.name":    "http",
+		"network.protocol.version": "2",
+		"server.address":           "store",
+		"server.port":              int64(9090),
+		"network.peer.address":     "10.0.0.2",
+		"network.peer.port":        int64(9090),
+		"error.type":               "NOT_FOUND",
+	})
+	if code, desc := spanStatus(s); code != codes.Error || desc != "no key" {
+		t.Errorf("client NOT_FOUND status %v %q, want Error \"no key\"", code, desc)
+	}
+	s.Kind = spans.KindServer // NOT_FOUND is the caller's error, not the server's
+	if code, _ := spanStatus(s); code != codes.Unset {
+		t.Errorf("server NOT_FOUND status %v, want Unset", code)
+	}
+	s.RPCStatus = 13
+	if code, _ := spanStatus(s); code != codes.Error {
+		t.Errorf("server INTERNAL status %v, want Error", code)
+	}
+}

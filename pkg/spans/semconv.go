@@ -49,10 +49,26 @@ func (s *Span) ErrorTypeAttr() string {
 	if s.ErrorType != "" {
 		return ValidUTF8(s.ErrorType)
 	}
-	if s.IsError() {
-		return strconv.Itoa(s.StatusCode)
+	if !s.IsError() {
+		return ""
 	}
-	return ""
+	if s.RPCSystem != "" && s.RPCStatus >= 0 {
+		return GRPCCodeName(s.RPCStatus)
+	}
+	return strconv.Itoa(s.StatusCode)
+}
+
+var grpcCodes = [...]string{"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+	"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
+	"UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"}
+
+// GRPCCodeName is the name of a gRPC status code, its number for one
+// gRPC does not define.
+func GRPCCodeName(code int) string {
+	if code >= 0 && code < len(grpcCodes) {
+		return grpcCodes[code]
+	}
+	return strconv.Itoa(code)
 }
 
 // splitHost splits a Host header into address and port; without a port the

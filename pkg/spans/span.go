@@ -61,7 +61,7 @@ type Span struct {
 	Route      string // low-cardinality form of Path used in the span name
 	Host       string // Host header
 	UserAgent  string
-	Proto      string // "1.0" or "1.1"
+	Proto      string // "1.0", "1.1" or "2"
 	StatusCode int    // 0 when no response was seen
 
 	Local  netip.AddrPort // this process's end of the connection
@@ -74,6 +74,14 @@ type Span struct {
 	// (for example "timeout" or "connection_closed"), following the
 	// semantic conventions' error.type attribute.
 	ErrorType string
+
+	// RPC, for a gRPC call ("grpc" in RPCSystem): the service and method
+	// from its path, and its status from grpc-status (-1: none came).
+	RPCSystem  string
+	RPCService string
+	RPCMethod  string
+	RPCStatus  int
+	RPCMessage string // grpc-message
 
 	// Profiled is set when the profiler took CPU samples while the span
 	// ran: its profile can be looked up by span id.
@@ -90,8 +98,26 @@ func (s *Span) IsError() bool {
 	if s.ErrorType != "" {
 		return true
 	}
+	if s.RPCSystem != "" && s.RPCStatus >= 0 {
+		return rpcError(s.Kind, s.RPCStatus)
+	}
 	if s.Kind == KindServer {
 		return s.StatusCode >= 500
 	}
 	return s.StatusCode >= 400
+}
+
+// rpcError follows the gRPC conventions: a client's call fails with any
+// status but OK; a server's only with those that say the server failed
+// (UNKNOWN, DEADLINE_EXCEEDED, UNIMPLEMENTED, INTERNAL, UNAVAILABLE,
+// DATA_LOSS), not with a caller's mistake such as NOT_FOUND.
+func rpcError(k Kind, code int) bool {
+	if k == KindClient {
+		return code != 0
+	}
+	switch code {
+	case 2, 4, 12, 13, 14, 15:
+		return true
+	}
+	return false
 }

@@ -30,6 +30,7 @@ var bins struct {
 	weft   string
 	websr  string
 	client string
+	h2app  string
 	err    error
 }
 
@@ -42,6 +43,7 @@ func build(t *testing.T) {
 			bins.weft = filepath.Join(dir, "weft")
 			bins.websr = filepath.Join(dir, "websrv")
 			bins.client = filepath.Join(dir, "rawclient")
+			bins.h2app = filepath.Join(dir, "h2app")
 			return
 		}
 		bins.dir, bins.err = os.MkdirTemp("", "weft-e2e-")
@@ -52,8 +54,9 @@ func build(t *testing.T) {
 		bins.weft = filepath.Join(bins.dir, "weft")
 		bins.websr = filepath.Join(bins.dir, "websrv")
 		bins.client = filepath.Join(bins.dir, "rawclient")
+		bins.h2app = filepath.Join(bins.dir, "h2app")
 		for out, pkg := range map[string]string{bins.weft: "./cmd/weft", bins.websr: "./test/e2e/testdata/websrv",
-			bins.client: "./test/e2e/testdata/rawclient"} {
+			bins.client: "./test/e2e/testdata/rawclient", bins.h2app: "./test/e2e/testdata/h2app"} {
 			cmd := exec.Command("go", "build", "-o", out, pkg)
 			cmd.Dir = root
 			if b, err := cmd.CombinedOutput(); err != nil {

@@ -15,7 +15,7 @@ import (
 var guestTests = []string{"TestGoNetHTTPServer", "TestParentChildOnSameThread", "TestBadInput",
 	"TestInjectionKeepsRequestsValid", "TestInjectionLeavesTLSAlone", "TestInjectionLargeBodies",
 	"TestMountProtocolInterop", "TestTraceparentAfterSplitHead", "TestInjectedRequestIsOneSegment",
-	"TestGoAsyncParents", "TestNginxParents", "TestSamplingTraceIDRatio"}
+	"TestGoAsyncParents", "TestNginxParents", "TestSamplingTraceIDRatio", "TestHTTP2Streams", "TestGRPCCalls"}
 
 // guestNginx is Debian's nginx with the loader and libraries it links, and
 // the accounts its workers switch to.
@@ -61,6 +61,7 @@ func TestWeftEndToEndInGuests(t *testing.T) {
 		"/opt/weft/weft":      buildStatic(t, "./cmd/weft", "weft", false),
 		"/opt/weft/websrv":    buildStatic(t, "./test/e2e/testdata/websrv", "websrv", false),
 		"/opt/weft/rawclient": buildStatic(t, "./test/e2e/testdata/rawclient", "rawclient", false),
+		"/opt/weft/h2app":     buildStatic(t, "./test/e2e/testdata/h2app", "h2app", false),
 		"/opt/weft/e2e.test":  buildStatic(t, "./test/e2e", "e2e.test", true),
 		// TestGoAsyncParents's front, a module of its own (see its go.mod)
 		"/opt/weft/goasync-go-default": buildGoAsync(t),

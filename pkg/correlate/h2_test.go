@@ -1,0 +1,166 @@
+package correlate
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2/hpack"
+
+	"github.com/weftdev/weft/pkg/event"
+	"github.com/weftdev/weft/pkg/httpparse/h2"
+	"github.com/weftdev/weft/pkg/spans"
+)
+
+// h2copy builds what the kernel copies of an HTTP/2 direction: frame
+// headers, header blocks, and DATA frames without their payloads.
+type h2copy struct {
+	enc *hpack.Encoder
+	hb  bytes.Buffer
+	b   []byte
+}
+
+func newH2Copy(preface bool) *h2copy {
+	w := &h2copy{}
+	w.enc = hpack.NewEncoder(&w.hb)
+	if preface {
+		w.b = append(w.b, h2.ClientPreface...)
+	}
+	return w
+}
+
+func (w *h2copy) frame(typ, flags byte, stream uint32, length int, payload []byte) *h2copy {
+	w.b = append(w.b, byte(length>>16), byte(length>>8), byte(length), typ, flags)
+	w.b = binary.BigEndian.AppendUint32(w.b, stream)
+	w.b = append(w.b, payload...)
+	return w
+}
+
+func (w *h2copy) headers(stream uint32, end bool, kv ...string) *h2copy {
+	w.hb.Reset()
+	for i := 0; i < len(kv); i += 2 {
+		w.enc.WriteField(hpack.HeaderField{Name: kv[i], Value: kv[i+1]})
+	}
+	flags := byte(0x4) // END_HEADERS
+	if end {
+		flags |= 0x1
+	}
+	return w.frame(1, flags, stream, w.hb.Len(), w.hb.Bytes())
+}
+
+// data is a DATA frame of n payload bytes, as copied: its header alone.
+func (w *h2copy) data(stream uint32, end bool, n int) *h2copy {
+	flags := byte(0)
+	if end {
+		flags = 0x1
+	}
+	return w.frame(0, flags, stream, n, nil)
+}
+
+func (w *h2copy) take() string {
+	s := string(w.b)
+	w.b = w.b[:0]
+	return s
+}
+
+// h2data feeds one HTTP/2 copy.
+func (r *rec) h2data(conn uint64, dir event.Direction, ts uint64, payload string, capture event.Capture) {
+	local, remote := srvAddr, cliAddr
+	if conn >= 100 {
+		local, remote = cliAddr, upAddr
+	}
+	r.c.Handle(&event.Event{Kind: event.KindData, ConnID: conn, PID: 10, TID: 11, Key: 11, Dir: dir, Time: ts,
+		Bytes: uint32(len(payload)) + 1000, Payload: []byte(payload), Local: local, Remote: remote, Capture: capture})
+}
+
+const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+// A server's interleaved streams: one span each, in the order they end,
+// each with its own path, status, sizes and times; a traceparent joins
+// its trace. The server's SETTINGS, copied before the preface was seen,
+// is no request.
+func TestH2ServerStreams(t *testing.T) {
+	r := newRec(t, Options{})
+	r.data(1, 10, 11, event.Egress, 1*ms, string(newH2Copy(false).frame(4, 0, 0, 0, nil).take()))
+	req := newH2Copy(true).frame(4, 0, 0, 0, nil).
+		headers(1, true, ":method", "GET", ":scheme", "http", ":authority", "svc:8080", ":path", "/a/1?q=1", "user-agent", "go").
+		headers(3, false, ":method", "POST", ":scheme", "http", ":authority", "svc:8080", ":path", "/b/2", "traceparent", tp).
+		data(3, true, 300)
+	// Read as Go's server does: the preface in two pieces.
+	all := req.take()
+	r.h2data(1, event.Ingress, 2*ms, all[:14], event.CaptureH2)
+	r.h2data(1, event.Ingress, 2*ms, all[14:], event.CaptureH2)
+	resp := newH2Copy(false)
+	resp.headers(3, false, ":status", "201").data(3, true, 20)
+	r.h2data(1, event.Egress, 5*ms, resp.take(), event.CaptureH2)
+	resp.headers(1, false, ":status", "404").data(1, false, 7).data(1, true, 0)
+	r.h2data(1, event.Egress, 9*ms, resp.take(), event.CaptureH2)
+	if len(r.spans) != 2 {
+		t.Fatalf("%d spans, want 2", len(r.spans))
+	}
+	b, a := r.spans[0], r.spans[1]
+	if a.Kind != spans.KindServer || a.Name != "GET /a/{id}" || a.Path != "/a/1" || a.StatusCode != 404 || a.Proto != "2" ||
+		a.Host != "svc:8080" || a.UserAgent != "go" || a.ResponseBodySize != 7 || a.RequestBodySize != 0 ||
+		a.Duration() != 7*time.Millisecond || a.ParentID.IsValid() || !a.TraceID.IsValid() {
+		t.Errorf("stream 1: %+v (duration %v)", a, a.Duration())
+	}
+	if b.Name != "POST /b/{id}" || b.StatusCode != 201 || b.RequestBodySize != 300 || b.ResponseBodySize != 20 ||
+		b.TraceID.String() != tp[3:35] || b.ParentID.String() != tp[36:52] || !b.ParentRemote || b.Duration() != 3*time.Millisecond {
+		t.Errorf("stream 3: %+v (duration %v)", b, b.Duration())
+	}
+	if got := r.c.Stats().H2Conns.Load(); got != 1 {
+		t.Errorf("h2 conns %d", got)
+	}
+}
+
+// A client's gRPC calls: OK in trailers, an error as trailers-only, and
+// the kernel losing the framing ends the connection's following, with
+// the open stream counted and the kernel told to stop copying.
+func TestH2ClientGRPC(t *testing.T) {
+	var stopped []uint64
+	r := newRec(t, Options{NotHTTP: func(id uint64) { stopped = append(stopped, id) }})
+	req := newH2Copy(true)
+	for _, s := range []uint32{1, 3, 5} {
+		req.headers(s, false, ":method", "POST", ":scheme", "http", ":authority", "up:9090", ":path", "/pkg.Svc/Get",
+			"content-type", "application/grpc").data(s, true, 12)
+	}
+	r.h2data(100, event.Egress, 1*ms, req.take(), event.CaptureH2)
+	resp := newH2Copy(false)
+	resp.headers(1, false, ":status", "200", "content-type", "application/grpc").data(1, false, 30).
+		headers(1, true, "grpc-status", "0").
+		headers(3, true, ":status", "200", "content-type", "application/grpc", "grpc-status", "5", "grpc-message", "no such key")
+	r.h2data(100, event.Ingress, 4*ms, resp.take(), event.CaptureH2)
+	r.h2data(100, event.Ingress, 6*ms, "", event.CaptureH2Cut)
+	if len(r.spans) != 2 {
+		t.Fatalf("%d spans, want 2", len(r.spans))
+	}
+	ok, nf := r.spans[0], r.spans[1]
+	if ok.Kind != spans.KindClient || ok.Name != "pkg.Svc/Get" || ok.RPCSystem != "grpc" || ok.RPCService != "pkg.Svc" ||
+		ok.RPCMethod != "Get" || ok.RPCStatus != 0 || ok.IsError() || ok.ParentID.IsValid() || ok.ResponseBodySize != 30 {
+		t.Errorf("OK call: %+v", ok)
+	}
+	if nf.RPCStatus != 5 || nf.RPCMessage != "no such key" || !nf.IsError() {
+		t.Errorf("NOT_FOUND call: %+v", nf)
+	}
+	st := r.c.Stats()
+	if st.H2Lost.Load() != 1 || st.H2StreamsLost.Load() != 1 || len(stopped) != 1 || st.ClientRoots.Load() != 2 {
+		t.Errorf("lost %d, streams lost %d, stopped %v, roots %d", st.H2Lost.Load(), st.H2StreamsLost.Load(), stopped, st.ClientRoots.Load())
+	}
+	r.h2data(100, event.Ingress, 7*ms, string(newH2Copy(false).headers(5, true, ":status", "200").take()), event.CaptureH2)
+	if len(r.spans) != 2 {
+		t.Errorf("a lost connection made %d spans", len(r.spans))
+	}
+}
+
+// The server's first frames can reach user space ahead of the preface
+// (its write ended first): the direction is still told right.
+func TestH2ServerSideFirst(t *testing.T) {
+	r := newRec(t, Options{})
+	r.h2data(1, event.Egress, 1*ms, string(newH2Copy(false).frame(4, 0, 0, 0, nil).take()), event.CaptureH2)
+	r.h2data(1, event.Ingress, 2*ms, newH2Copy(true).headers(1, true, ":method", "GET", ":scheme", "http", ":path", "/x").take(), event.CaptureH2)
+	r.h2data(1, event.Egress, 3*ms, newH2Copy(false).headers(1, true, ":status", "204").take(), event.CaptureH2)
+	if len(r.spans) != 1 || r.spans[0].Kind != spans.KindServer || r.spans[0].StatusCode != 204 || r.spans[0].Path != "/x" {
+		t.Fatalf("spans %+v", r.spans)
+	}
+}

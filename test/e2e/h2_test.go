@@ -1,0 +1,203 @@
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
+	"github.com/weftdev/weft/pkg/export/otlptest"
+)
+
+// goClient is a client of h2app that waits for a go-ahead, so that weft
+// can be started on its pid before it connects.
+type goClient struct {
+	cmd   *exec.Cmd
+	pid   int
+	out   *proc
+	stdin interface{ Write([]byte) (int, error) }
+	done  chan struct{}
+}
+
+func startGoClient(t *testing.T, args ...string) *goClient {
+	t.Helper()
+	c := &goClient{cmd: exec.Command(bins.h2app, args...), out: &proc{}, done: make(chan struct{})}
+	stdin, err := c.cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := c.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.cmd.Stderr = c.out
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.cmd.Process.Kill(); <-c.done })
+	r := bufio.NewReader(stdout)
+	line, err := r.ReadString('\n')
+	if c.pid, _ = strconv.Atoi(strings.TrimSpace(line)); err != nil || c.pid == 0 {
+		t.Fatalf("%v: no pid: %q %v %s", args, line, err, c.out.Output())
+	}
+	go func() {
+		for {
+			l, err := r.ReadString('\n')
+			c.out.Write([]byte(l))
+			if err != nil {
+				break
+			}
+		}
+		c.cmd.Wait()
+		close(c.done)
+	}()
+	c.stdin = stdin
+	return c
+}
+
+// run lets the client go and waits for it to succeed.
+func (c *goClient) run(t *testing.T) {
+	t.Helper()
+	c.stdin.Write([]byte("go\n"))
+	select {
+	case <-c.done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("client did not finish: %s", c.out.Output())
+	}
+	if !c.cmd.ProcessState.Success() || !strings.Contains(c.out.Output(), "ok") {
+		t.Fatalf("client failed: %s", c.out.Output())
+	}
+}
+
+// What h2app's h2c server answers to request i (test/e2e/testdata/h2app).
+func h2Status(i int) int64 {
+	if i%10 == 7 {
+		return 404
+	}
+	return 200
+}
+
+func h2BodyLen(i int) int64 { return int64(100 + 37*i) }
+
+func h2Wait(i int) time.Duration { return time.Duration((i*7)%20) * time.Millisecond }
+
+// HTTP/2 with prior knowledge: 100 streams on one connection, most of
+// them interleaved, from Go's client to Go's server: 100 server spans and
+// 100 client spans, each with its own path, status, body size and timing.
+// The client checks every response byte for byte.
+func TestHTTP2Streams(t *testing.T) {
+	setup(t)
+	rcv := otlptest.Start(t)
+	srv, addr := startListener(t, exec.Command(bins.h2app, "-mode=h2c-server"))
+	const n = 100
+	cli := startGoClient(t, "-mode=h2c-client", "-addr="+addr, "-n="+strconv.Itoa(n))
+	w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", srv.Pid(), cli.pid))
+	cli.run(t)
+
+	got := waitSpans(t, rcv, 2*n, 30*time.Second, func(s span) bool { return s.service == "h2app" })
+	if len(got) != 2*n {
+		t.Fatalf("%d requests gave %d spans:\n%s", n, len(got), dump(got))
+	}
+	servers, clients := map[int]span{}, map[int]span{}
+	clientPorts := map[any]bool{}
+	for _, s := range got {
+		i, err := strconv.Atoi(strings.TrimPrefix(fmt.Sprint(s.attrs["url.path"]), "/req/"))
+		if err != nil || i < 0 || i >= n {
+			t.Fatalf("span with an unknown path: %s", s)
+		}
+		byKind, pid := servers, srv.Pid()
+		if s.kind == tracepb.Span_SPAN_KIND_CLIENT {
+			byKind, pid = clients, cli.pid
+		}
+		if _, dup := byKind[i]; dup {
+			t.Fatalf("two %v spans of request %d:\n%s", s.kind, i, dump(got))
+		}
+		byKind[i] = s
+		if s.res["process.pid"] != int64(pid) {
+			t.Errorf("%s: resource pid %v, want %d", s, s.res["process.pid"], pid)
+		}
+		if s.name != "GET /req/{id}" || s.attrs["http.request.method"] != "GET" || s.attrs["network.protocol.version"] != "2" ||
+			attrInt(s, "http.response.status_code") != h2Status(i) || attrInt(s, "http.response.body.size") != h2BodyLen(i) {
+			t.Errorf("request %d: %s", i, s)
+		}
+		if s.parent != "" {
+			t.Errorf("request %d: a parent with no traceparent sent: %s", i, s)
+		}
+		if s.dur < h2Wait(i) {
+			t.Errorf("request %d lasted %v, its handler waits %v: %s", i, s.dur, h2Wait(i), s)
+		}
+		wantErr := h2Status(i) == 404 && s.kind == tracepb.Span_SPAN_KIND_CLIENT // 4xx: a client's error only
+		if s.err != wantErr {
+			t.Errorf("request %d: error status %v, want %v: %s", i, s.err, wantErr, s)
+		}
+		switch s.kind {
+		case tracepb.Span_SPAN_KIND_SERVER:
+			clientPorts[s.attrs["client.port"]] = true
+		case tracepb.Span_SPAN_KIND_CLIENT:
+			if s.attrs["url.full"] != fmt.Sprintf("http://%s/req/%d", addr, i) {
+				t.Errorf("request %d: %s", i, s)
+			}
+		}
+	}
+	if len(servers) != n || len(clients) != n || len(clientPorts) != 1 {
+		t.Fatalf("%d server and %d client spans (want %d each) over %d connections (want 1)", len(servers), len(clients), n, len(clientPorts))
+	}
+	m, err := w.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m["h2_conns"] != 2 || m["h2_conns_lost"] != 0 || m["h2_streams_lost"] != 0 || m["h2_conns_cut"] != 0 {
+		t.Errorf("h2 counters: conns %d (want 2: both ends), lost %d, streams lost %d, cut %d",
+			m["h2_conns"], m["h2_conns_lost"], m["h2_streams_lost"], m["h2_conns_cut"])
+	}
+}
+
+// gRPC over h2c between grpc-go's client and server, on one connection:
+// unary calls answered OK and NOT_FOUND, server-streaming calls: one span
+// per call on each side, with the RPC attributes and the gRPC status.
+func TestGRPCCalls(t *testing.T) {
+	setup(t)
+	rcv := otlptest.Start(t)
+	srv, addr := startListener(t, exec.Command(bins.h2app, "-mode=grpc-server"))
+	const n = 30
+	cli := startGoClient(t, "-mode=grpc-client", "-addr="+addr, "-n="+strconv.Itoa(n))
+	startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", srv.Pid(), cli.pid))
+	cli.run(t)
+
+	const calls = 3 * n // Get OK, Get NOT_FOUND, List
+	got := waitSpans(t, rcv, 2*calls, 30*time.Second, func(s span) bool { return s.service == "h2app" })
+	if len(got) != 2*calls {
+		t.Fatalf("%d calls gave %d spans:\n%s", calls, len(got), dump(got))
+	}
+	type key struct {
+		kind   tracepb.Span_SpanKind
+		method string
+		code   int64
+	}
+	count := map[key]int{}
+	for _, s := range got {
+		if s.attrs["rpc.system"] != "grpc" || s.attrs["rpc.service"] != "weft.test.Store" ||
+			s.name != "weft.test.Store/"+fmt.Sprint(s.attrs["rpc.method"]) || s.parent != "" {
+			t.Errorf("span %s", s)
+		}
+		k := key{s.kind, fmt.Sprint(s.attrs["rpc.method"]), attrInt(s, "rpc.grpc.status_code")}
+		count[k]++
+		// NOT_FOUND is the caller's error, not the server's.
+		if wantErr := k.code != 0 && k.kind == tracepb.Span_SPAN_KIND_CLIENT; s.err != wantErr ||
+			(wantErr && s.attrs["error.type"] != "NOT_FOUND") {
+			t.Errorf("error status %v, want %v: %s", s.err, wantErr, s)
+		}
+	}
+	for _, kind := range []tracepb.Span_SpanKind{tracepb.Span_SPAN_KIND_SERVER, tracepb.Span_SPAN_KIND_CLIENT} {
+		for k, want := range map[key]int{{kind, "Get", 0}: n, {kind, "Get", 5}: n, {kind, "List", 0}: n} {
+			if count[k] != want {
+				t.Errorf("%v %s status %d: %d spans, want %d (all: %v)", k.kind, k.method, k.code, count[k], want, count)
+			}
+		}
+	}
+}

@@ -1,0 +1,259 @@
+// h2app is the HTTP/2 and gRPC test program of the end-to-end tests: a
+// prior-knowledge h2c server and client (Go's net/http), and a gRPC
+// server and client (grpc-go) of a small service declared by hand.
+//
+// Servers print their address on the first line. Clients wait for a line
+// on stdin before they connect, so that a test can start weft on their
+// pid first, then check every response's body byte for byte and exit
+// non-zero on any mismatch.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+func main() {
+	mode := flag.String("mode", "", "h2c-server, h2c-client, grpc-server or grpc-client")
+	addr := flag.String("addr", "", "server address (clients)")
+	n := flag.Int("n", 100, "requests (clients)")
+	flag.Parse()
+	var err error
+	switch *mode {
+	case "h2c-server":
+		err = h2cServer()
+	case "h2c-client":
+		waitGo()
+		err = h2cClient(*addr, *n)
+	case "grpc-server":
+		err = grpcServer()
+	case "grpc-client":
+		waitGo()
+		err = grpcClient(*addr, *n)
+	default:
+		err = fmt.Errorf("unknown -mode %q", *mode)
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+}
+
+// waitGo reports the pid and waits for the test's go-ahead.
+func waitGo() {
+	fmt.Println(os.Getpid())
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		log.Fatalf("no go-ahead: %v", err)
+	}
+}
+
+// body is what the server answers to request i: its length and bytes
+// depend on i, so a response under another stream's headers shows.
+func body(i int) []byte {
+	b := make([]byte, 100+37*i)
+	for k := range b {
+		b[k] = byte('a' + (i+k)%26)
+	}
+	return b
+}
+
+// Status answered to request i: some errors among the successes.
+func statusOf(i int) int {
+	if i%10 == 7 {
+		return http.StatusNotFound
+	}
+	return http.StatusOK
+}
+
+// waitOf is how long the handler of request i waits: streams end out of
+// the order they began.
+func waitOf(i int) time.Duration { return time.Duration((i*7)%20) * time.Millisecond }
+
+func h2cServer() error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	fmt.Println(ln.Addr())
+	var protos http.Protocols
+	protos.SetUnencryptedHTTP2(true)
+	srv := &http.Server{Protocols: &protos, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor != 2 {
+			http.Error(w, "HTTP/2 only", http.StatusHTTPVersionNotSupported)
+			return
+		}
+		i, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/req/"))
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		io.Copy(io.Discard, r.Body)
+		time.Sleep(waitOf(i))
+		w.WriteHeader(statusOf(i))
+		w.Write(body(i))
+	})}
+	return srv.Serve(ln)
+}
+
+// h2cClient sends n requests at once over one prior-knowledge h2c
+// connection (opened by a first request, /req/0, before the others).
+func h2cClient(addr string, n int) error {
+	var protos http.Protocols
+	protos.SetUnencryptedHTTP2(true)
+	tr := &http.Transport{Protocols: &protos, MaxConnsPerHost: 1}
+	c := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	get := func(i int) error {
+		resp, err := c.Get(fmt.Sprintf("http://%s/req/%d", addr, i))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		got, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return fmt.Errorf("request %d: %w", i, err)
+		}
+		if resp.ProtoMajor != 2 || resp.StatusCode != statusOf(i) || string(got) != string(body(i)) {
+			return fmt.Errorf("request %d: %s %d, %d body bytes (want HTTP/2, %d, %d bytes as sent)",
+				i, resp.Proto, resp.StatusCode, len(got), statusOf(i), len(body(i)))
+		}
+		return nil
+	}
+	if err := get(0); err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := 1; i < n; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- get(i) }()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	fmt.Println("ok")
+	return nil
+}
+
+// The gRPC service: Get answers a key's value (NOT_FOUND for keys
+// starting "missing"), List streams three values for a key.
+const serviceName = "weft.test.Store"
+
+var storeDesc = grpc.ServiceDesc{
+	ServiceName: serviceName,
+	HandlerType: (*any)(nil),
+	Methods: []grpc.MethodDesc{{MethodName: "Get", Handler: func(_ any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+		in := new(wrapperspb.StringValue)
+		if err := dec(in); err != nil {
+			return nil, err
+		}
+		if strings.HasPrefix(in.Value, "missing") {
+			return nil, status.Errorf(codes.NotFound, "no key %s", in.Value)
+		}
+		return wrapperspb.String("value-of-" + in.Value), nil
+	}}},
+	Streams: []grpc.StreamDesc{{StreamName: "List", ServerStreams: true, Handler: func(_ any, stream grpc.ServerStream) error {
+		in := new(wrapperspb.StringValue)
+		if err := stream.RecvMsg(in); err != nil {
+			return err
+		}
+		for k := range 3 {
+			if err := stream.SendMsg(wrapperspb.String(fmt.Sprintf("%s-%d", in.Value, k))); err != nil {
+				return err
+			}
+		}
+		return nil
+	}}},
+}
+
+func grpcServer() error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	fmt.Println(ln.Addr())
+	s := grpc.NewServer()
+	s.RegisterService(&storeDesc, nil)
+	return s.Serve(ln)
+}
+
+// grpcClient makes n calls of each kind on one connection, concurrently:
+// Get of a key (OK), Get of a missing key (NOT_FOUND), List (3 messages).
+func grpcClient(addr string, n int) error {
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	call := func(i int) error {
+		key := fmt.Sprintf("k%d", i)
+		out := new(wrapperspb.StringValue)
+		if err := cc.Invoke(ctx, "/"+serviceName+"/Get", wrapperspb.String(key), out); err != nil || out.Value != "value-of-"+key {
+			return fmt.Errorf("Get %s: %q, %v", key, out.Value, err)
+		}
+		err := cc.Invoke(ctx, "/"+serviceName+"/Get", wrapperspb.String("missing"+key), out)
+		if status.Code(err) != codes.NotFound {
+			return fmt.Errorf("Get missing%s: %v, want NOT_FOUND", key, err)
+		}
+		st, err := cc.NewStream(ctx, &storeDesc.Streams[0], "/"+serviceName+"/List")
+		if err != nil {
+			return err
+		}
+		if err := st.SendMsg(wrapperspb.String(key)); err != nil {
+			return err
+		}
+		if err := st.CloseSend(); err != nil {
+			return err
+		}
+		for k := 0; ; k++ {
+			m := new(wrapperspb.StringValue)
+			err := st.RecvMsg(m)
+			if errors.Is(err, io.EOF) {
+				if k != 3 {
+					return fmt.Errorf("List %s: %d messages, want 3", key, k)
+				}
+				return nil
+			}
+			if err != nil || m.Value != fmt.Sprintf("%s-%d", key, k) {
+				return fmt.Errorf("List %s message %d: %q, %v", key, k, m.Value, err)
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- call(i) }()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	fmt.Println("ok")
+	return nil
+}
