@@ -88,7 +88,8 @@ func h2Wait(i int) time.Duration { return time.Duration((i*7)%20) * time.Millise
 
 // HTTP/2 with prior knowledge: 100 streams on one connection, most of
 // them interleaved, from Go's client to Go's server: 100 server spans and
-// 100 client spans, each with its own path, status, body size and timing.
+// 100 client spans, each with its own path, status, body size and timing,
+// and the trace of the traceparent a request carried.
 // The client checks every response byte for byte.
 func TestHTTP2Streams(t *testing.T) {
 	setup(t)
@@ -125,7 +126,13 @@ func TestHTTP2Streams(t *testing.T) {
 			attrInt(s, "http.response.status_code") != h2Status(i) || attrInt(s, "http.response.body.size") != h2BodyLen(i) {
 			t.Errorf("request %d: %s", i, s)
 		}
-		if s.parent != "" {
+		// Every fifth request carries a traceparent (h2app): both spans
+		// join its trace, under the span it names; the others are roots.
+		if wantTrace, wantParent := fmt.Sprintf("%032x", 0xabc000+i), fmt.Sprintf("%016x", 0xdef000+i); i%5 == 0 {
+			if s.trace != wantTrace || s.parent != wantParent {
+				t.Errorf("request %d: trace %s parent %s, want the traceparent's %s %s: %s", i, s.trace, s.parent, wantTrace, wantParent, s)
+			}
+		} else if s.parent != "" {
 			t.Errorf("request %d: a parent with no traceparent sent: %s", i, s)
 		}
 		if s.dur < h2Wait(i) {

@@ -82,6 +82,15 @@ func statusOf(i int) int {
 	return http.StatusOK
 }
 
+// traceparentOf is what the client sends with request i: every fifth
+// carries a trace context of its own, as an instrumented caller would.
+func traceparentOf(i int) string {
+	if i%5 != 0 {
+		return ""
+	}
+	return fmt.Sprintf("00-%032x-%016x-01", 0xabc000+i, 0xdef000+i)
+}
+
 // waitOf is how long the handler of request i waits: streams end out of
 // the order they began.
 func waitOf(i int) time.Duration { return time.Duration((i*7)%20) * time.Millisecond }
@@ -120,7 +129,14 @@ func h2cClient(addr string, n int) error {
 	tr := &http.Transport{Protocols: &protos, MaxConnsPerHost: 1}
 	c := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	get := func(i int) error {
-		resp, err := c.Get(fmt.Sprintf("http://%s/req/%d", addr, i))
+		req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://%s/req/%d", addr, i), nil)
+		if err != nil {
+			return err
+		}
+		if tp := traceparentOf(i); tp != "" {
+			req.Header.Set("traceparent", tp)
+		}
+		resp, err := c.Do(req)
 		if err != nil {
 			return err
 		}
