@@ -125,6 +125,7 @@ func (s *Stats) Snapshot() map[string]uint64 {
 type exchange struct {
 	span    spans.Span
 	target  string // the request target, for describe
+	h2c     bool   // the request asked to upgrade to HTTP/2 (Upgrade: h2c)
 	startTS uint64 // kernel (monotonic) time of Span.Start
 	lastTS  uint64
 }
@@ -166,6 +167,9 @@ type conn struct {
 	endedBy ender
 	// h2 follows the connection once the kernel saw it open as HTTP/2.
 	h2 *h2conn
+	// upgraded is a request answered 101 to its Upgrade: h2c: its answer
+	// comes as HTTP/2 stream 1, once the preface shows the switch.
+	upgraded *exchange
 }
 
 // kernelCtx is a span the kernel assigned (and, for client requests,
@@ -295,6 +299,9 @@ func (c *Correlator) data(ev *event.Event) {
 		c.conns.Add(ev.ConnID, cn)
 	}
 	cn.lastTS = ev.Time
+	if cn.upgraded != nil && ev.Capture == event.CapturePrefix && ev.Dir == requestDir(cn.upgraded) {
+		c.endUpgrade(cn) // the requester went on without HTTP/2's preface
+	}
 	if cn.h2 == nil && ev.Capture != event.CapturePrefix {
 		c.startH2(cn, ev)
 	}
@@ -401,6 +408,7 @@ func (c *Correlator) newExchange(cn *conn, ev *event.Event, m *httpparse.Message
 		startTS: m.StartTS,
 		lastTS:  ev.Time,
 		target:  m.Target,
+		h2c:     m.UpgradeH2C,
 		span: spans.Span{
 			SpanID:           c.ids.spanID(),
 			Kind:             kind,
@@ -520,6 +528,26 @@ func (c *Correlator) finish(cn *conn, q *[]*exchange, m *httpparse.Message) {
 	} else {
 		ex.endAt(m.EndTS)
 	}
+	if m.StatusCode == 101 && ex.h2c && m.Phase == httpparse.PhaseDone && cn.upgraded == nil {
+		cn.upgraded = ex // its answer is HTTP/2 stream 1
+		return
+	}
+	c.done(ex)
+}
+
+// requestDir is the direction an exchange's request flowed in.
+func requestDir(ex *exchange) event.Direction {
+	if ex.span.Kind == spans.KindServer {
+		return event.Ingress
+	}
+	return event.Egress
+}
+
+// endUpgrade ends a request answered 101 whose connection did not go on
+// as HTTP/2: the 101 was its answer.
+func (c *Correlator) endUpgrade(cn *conn) {
+	ex := cn.upgraded
+	cn.upgraded = nil
 	c.done(ex)
 }
 
@@ -578,10 +606,11 @@ func popOldest(q *[]*exchange) *exchange {
 // not finish is an error whoever ended: its writes failed, as an
 // in-process instrumentation would record.
 func (c *Correlator) closeConn(cn *conn, ts uint64) {
+	if cn.upgraded != nil {
+		c.endUpgrade(cn)
+	}
 	if cn.h2 != nil {
-		if !cn.h2.lost {
-			c.stats.H2StreamsLost.Add(uint64(cn.h2.c.Open()))
-		}
+		c.closeH2(cn, ts)
 	} else if !cn.notHTTP {
 		for _, side := range []struct {
 			p    *httpparse.Parser

@@ -18,6 +18,9 @@ type h2conn struct {
 	// the server's end of the connection, Egress on the client's.
 	requests event.Direction
 	lost     bool
+	// upgraded is the HTTP/1.1 request whose Upgrade: h2c opened the
+	// connection's HTTP/2: stream 1 answers it.
+	upgraded *exchange
 }
 
 var (
@@ -37,7 +40,26 @@ func (c *Correlator) startH2(cn *conn, ev *event.Event) {
 	// (a server's SETTINGS, written first) is no request.
 	cn.in, cn.out, cn.notHTTP = nil, nil, false
 	cn.h2 = &h2conn{c: h2.NewFramesConn(), requests: requests}
+	if ex := cn.upgraded; ex != nil && requestDir(ex) == requests {
+		cn.upgraded, cn.h2.upgraded = nil, ex
+		cn.h2.c.Adopt(1, ex.startTS)
+	}
 	c.stats.H2Conns.Add(1)
+}
+
+// closeH2 counts the streams a closed connection left open; an upgrade
+// request whose stream 1 never ended ends as incomplete.
+func (c *Correlator) closeH2(cn *conn, ts uint64) {
+	hc := cn.h2
+	if !hc.lost {
+		c.stats.H2StreamsLost.Add(uint64(hc.c.Open()))
+	}
+	if ex := hc.upgraded; ex != nil {
+		hc.upgraded = nil
+		ex.span.ErrorType = "response_incomplete"
+		ex.endAt(ts)
+		c.done(ex)
+	}
 }
 
 func (c *Correlator) h2data(cn *conn, ev *event.Event) {
@@ -80,6 +102,18 @@ func (c *Correlator) h2data(cn *conn, ev *event.Event) {
 // a traceparent the application sent, else a trace of its own: which
 // request of the process sent the stream is not known here.
 func (c *Correlator) h2span(cn *conn, x *h2.Exchange) {
+	if ex := cn.h2.upgraded; ex != nil && x.StreamID == 1 {
+		// The upgrade request's span, with the ids the kernel gave it,
+		// ends with stream 1's answer.
+		cn.h2.upgraded = nil
+		ex.span.StatusCode, ex.span.ResponseBodySize = x.Status, int64(x.ResponseBytes)
+		if x.Reset {
+			ex.span.ErrorType = "stream_reset"
+		}
+		ex.endAt(x.End)
+		c.done(ex)
+		return
+	}
 	kind := spans.KindClient
 	if cn.h2.requests == event.Ingress {
 		kind = spans.KindServer

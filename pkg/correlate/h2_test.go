@@ -164,3 +164,53 @@ func TestH2ServerSideFirst(t *testing.T) {
 		t.Fatalf("spans %+v", r.spans)
 	}
 }
+
+const (
+	upgradeReq = "GET /up HTTP/1.1\r\nHost: svc\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\n"
+	switched   = "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n"
+)
+
+// An HTTP/1.1 request upgraded to HTTP/2 (Upgrade: h2c) keeps the span
+// the kernel gave it and ends with stream 1's answer; later streams are
+// spans of their own.
+func TestH2Upgrade(t *testing.T) {
+	r := newRec(t, Options{})
+	kernelSpan := [8]byte{1, 2, 3, 4, 5, 6, 7, 8}
+	r.c.Handle(&event.Event{Kind: event.KindData, ConnID: 1, PID: 10, TID: 11, Dir: event.Ingress, Time: 1 * ms,
+		Bytes: uint32(len(upgradeReq)), Payload: []byte(upgradeReq), Local: srvAddr, Remote: cliAddr,
+		Ctx: event.CtxServer, TraceID: [16]byte{9}, SpanID: kernelSpan, TraceFlags: 1})
+	r.data(1, 10, 11, event.Egress, 2*ms, switched)
+	r.data(1, 10, 11, event.Egress, 2*ms, string(newH2Copy(false).frame(4, 0, 0, 0, nil).take())) // SETTINGS, before the preface
+	r.h2data(1, event.Ingress, 3*ms, newH2Copy(true).frame(4, 0, 0, 0, nil).take(), event.CaptureH2)
+	resp := newH2Copy(false)
+	r.h2data(1, event.Egress, 8*ms, resp.headers(1, false, ":status", "200").data(1, true, 5).take(), event.CaptureH2)
+	req := newH2Copy(false)
+	r.h2data(1, event.Ingress, 9*ms, req.headers(3, true, ":method", "GET", ":scheme", "http", ":path", "/next").take(), event.CaptureH2)
+	r.h2data(1, event.Egress, 10*ms, resp.headers(3, true, ":status", "204").take(), event.CaptureH2)
+	if len(r.spans) != 2 {
+		t.Fatalf("%d spans, want 2: %+v", len(r.spans), r.spans)
+	}
+	up, next := r.spans[0], r.spans[1]
+	if up.SpanID != kernelSpan || up.Path != "/up" || up.StatusCode != 200 || up.ResponseBodySize != 5 ||
+		up.Duration() != 7*time.Millisecond || up.ErrorType != "" {
+		t.Errorf("upgrade request: %+v (duration %v)", up, up.Duration())
+	}
+	if next.Path != "/next" || next.StatusCode != 204 || next.Proto != "2" || next.SpanID == kernelSpan {
+		t.Errorf("stream 3: %+v", next)
+	}
+}
+
+// A 101 to Upgrade: h2c after which the client goes on without the
+// preface was the answer: the span ends there.
+func TestH2UpgradeNotTaken(t *testing.T) {
+	r := newRec(t, Options{})
+	r.data(100, 10, 11, event.Egress, 1*ms, upgradeReq)
+	r.data(100, 10, 11, event.Ingress, 2*ms, switched)
+	if len(r.spans) != 0 {
+		t.Fatalf("the upgrade ended before its connection went on: %+v", r.spans)
+	}
+	r.data(100, 10, 11, event.Egress, 5*ms, "something else")
+	if len(r.spans) != 1 || r.spans[0].StatusCode != 101 || r.spans[0].Duration() != time.Millisecond {
+		t.Fatalf("spans %+v", r.spans)
+	}
+}

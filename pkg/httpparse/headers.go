@@ -66,6 +66,10 @@ func (p *Parser) parseHeadFields(buf []byte) bool {
 			if equalFold(name, "expect") && equalFold(value, "100-continue") {
 				m.Expect100 = true
 			}
+		case 7:
+			if equalFold(name, "upgrade") && hasToken(value, "h2c") {
+				m.UpgradeH2C = true
+			}
 		case 10:
 			if equalFold(name, "connection") {
 				c, k, u := connectionTokens(value)
@@ -205,4 +209,20 @@ func parseContentLength(v []byte) (int64, bool) {
 		n = x
 	}
 	return n, n >= 0
+}
+
+// hasToken reports whether a comma-separated header value lists tok (any case).
+func hasToken(v []byte, tok string) bool {
+	for len(v) > 0 {
+		var t []byte
+		if i := bytes.IndexByte(v, ','); i >= 0 {
+			t, v = v[:i], v[i+1:]
+		} else {
+			t, v = v, nil
+		}
+		if equalFold(trimOWS(t), tok) {
+			return true
+		}
+	}
+	return false
 }

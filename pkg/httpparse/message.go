@@ -85,6 +85,9 @@ type Message struct {
 	KeepAlive bool
 	// Expect100 is true for a request carrying "Expect: 100-continue".
 	Expect100 bool
+	// UpgradeH2C: the request asks to switch the connection to HTTP/2
+	// (Upgrade: h2c); a 101 answer means the server did.
+	UpgradeH2C bool
 	// Interim is true for a 1xx response other than 101: it precedes the
 	// final response and does not answer the request by itself.
 	Interim bool

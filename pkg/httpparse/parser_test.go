@@ -441,3 +441,19 @@ func TestZeroValueParser(t *testing.T) {
 		t.Fatalf("zero value parser: %+v", ev)
 	}
 }
+
+// Upgrade: h2c is noted on its request only, in any case and in a list.
+func TestUpgradeH2C(t *testing.T) {
+	p := NewParser(ModeRequest)
+	in := "GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: websocket, H2C\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\n"
+	msgs := p.Feed([]byte(in), len(in), 1)
+	if len(msgs) != 1 || !msgs[0].UpgradeH2C {
+		t.Fatalf("upgrade request: %+v", msgs)
+	}
+	p = NewParser(ModeRequest)
+	in = "GET / HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\n\r\nGET /b HTTP/1.1\r\nHost: a\r\n\r\n"
+	msgs = p.Feed([]byte(in), len(in), 1)
+	if len(msgs) != 2 || msgs[0].UpgradeH2C || msgs[1].UpgradeH2C {
+		t.Fatalf("websocket and plain requests: %+v", msgs)
+	}
+}

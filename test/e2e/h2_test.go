@@ -14,19 +14,33 @@ import (
 	"github.com/weftdev/weft/pkg/export/otlptest"
 )
 
-// goClient is a client of h2app that waits for a go-ahead, so that weft
-// can be started on its pid before it connects.
+// goClient is a client that waits for a go-ahead, so that weft can be
+// started on its pid before it connects: h2app's clients, or a shell that
+// execs curl (the pid stays the same).
 type goClient struct {
-	cmd   *exec.Cmd
-	pid   int
-	out   *proc
-	stdin interface{ Write([]byte) (int, error) }
-	done  chan struct{}
+	cmd    *exec.Cmd
+	pid    int
+	out    *proc // stdout and stderr, for failure messages
+	stdout *proc
+	stdin  interface{ Write([]byte) (int, error) }
+	done   chan struct{}
 }
 
 func startGoClient(t *testing.T, args ...string) *goClient {
 	t.Helper()
-	c := &goClient{cmd: exec.Command(bins.h2app, args...), out: &proc{}, done: make(chan struct{})}
+	return startWaiting(t, exec.Command(bins.h2app, args...))
+}
+
+// startCurl runs curl with args once let go.
+func startCurl(t *testing.T, args ...string) *goClient {
+	t.Helper()
+	return startWaiting(t, exec.Command("sh", append([]string{"-c", `echo $$; read x; exec curl "$@"`, "sh"}, args...)...))
+}
+
+func startWaiting(t *testing.T, cmd *exec.Cmd) *goClient {
+	t.Helper()
+	args := cmd.Args
+	c := &goClient{cmd: cmd, out: &proc{}, stdout: &proc{}, done: make(chan struct{})}
 	stdin, err := c.cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -49,6 +63,7 @@ func startGoClient(t *testing.T, args ...string) *goClient {
 		for {
 			l, err := r.ReadString('\n')
 			c.out.Write([]byte(l))
+			c.stdout.Write([]byte(l))
 			if err != nil {
 				break
 			}
@@ -69,7 +84,7 @@ func (c *goClient) run(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("client did not finish: %s", c.out.Output())
 	}
-	if !c.cmd.ProcessState.Success() || !strings.Contains(c.out.Output(), "ok") {
+	if !c.cmd.ProcessState.Success() {
 		t.Fatalf("client failed: %s", c.out.Output())
 	}
 }
@@ -206,5 +221,74 @@ func TestGRPCCalls(t *testing.T) {
 				t.Errorf("%v %s status %d: %d spans, want %d (all: %v)", k.kind, k.method, k.code, count[k], want, count)
 			}
 		}
+	}
+}
+
+// curl (nghttp2) as the HTTP/2 client of Go's server: 100 transfers in
+// parallel over prior-knowledge h2c, then 5 over one connection upgraded
+// from HTTP/1.1 (Upgrade: h2c), whose first request keeps the span the
+// kernel gave it, with the traceparent weft injected: the server's span
+// of it is the child of curl's.
+func TestHTTP2Curl(t *testing.T) {
+	setup(t)
+	for _, c := range []struct {
+		name, server, flag string
+		n                  int
+	}{{"prior-knowledge", "-mode=h2c-server", "--http2-prior-knowledge", 100}, {"upgrade", "-mode=h2c-upgrade-server", "--http2", 5}} {
+		t.Run(c.name, func(t *testing.T) {
+			rcv := otlptest.Start(t)
+			srv, addr := startListener(t, exec.Command(bins.h2app, c.server))
+			args := []string{"-sS", "--no-progress-meter", c.flag, "-w", "%{http_version} %{http_code}\\n"}
+			if c.n > 5 {
+				// Each on a connection of its own: curl 7.88 fails to reuse
+				// a prior-knowledge connection to Go's server ("Error in the
+				// HTTP2 framing layer"), weft or not.
+				args = append(args, "-Z", "--parallel-max", "100", "--parallel-immediate")
+			}
+			for i := range c.n {
+				args = append(args, "-o", "/dev/null", fmt.Sprintf("http://%s/req/%d", addr, i))
+			}
+			cli := startCurl(t, args...)
+			startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", srv.Pid(), cli.pid))
+			cli.run(t)
+			if got := strings.Count("\n"+cli.stdout.Output(), "\n2 "); got != c.n {
+				t.Fatalf("curl made %d HTTP/2 transfers, want %d:\n%s", got, c.n, cli.out.Output())
+			}
+			got := waitSpans(t, rcv, 2*c.n, 30*time.Second, func(s span) bool {
+				return s.res["process.pid"] == int64(srv.Pid()) || s.res["process.pid"] == int64(cli.pid)
+			})
+			if len(got) != 2*c.n {
+				t.Fatalf("%d transfers gave %d spans:\n%s", c.n, len(got), dump(got))
+			}
+			byKind := map[tracepb.Span_SpanKind]map[int]span{tracepb.Span_SPAN_KIND_SERVER: {}, tracepb.Span_SPAN_KIND_CLIENT: {}}
+			for _, s := range got {
+				i, err := strconv.Atoi(strings.TrimPrefix(fmt.Sprint(s.attrs["url.path"]), "/req/"))
+				if err != nil || i < 0 || i >= c.n || byKind[s.kind] == nil {
+					t.Fatalf("span %s", s)
+				}
+				if _, dup := byKind[s.kind][i]; dup {
+					t.Fatalf("two %v spans of transfer %d:\n%s", s.kind, i, dump(got))
+				}
+				byKind[s.kind][i] = s
+				wantProto := "2"
+				if c.name == "upgrade" && i == 0 {
+					wantProto = "1.1" // the request that asked for the upgrade
+				}
+				if s.attrs["network.protocol.version"] != wantProto || attrInt(s, "http.response.status_code") != h2Status(i) ||
+					attrInt(s, "http.response.body.size") != h2BodyLen(i) || s.attrs["http.request.method"] != "GET" {
+					t.Errorf("transfer %d: %s", i, s)
+				}
+			}
+			for i := range c.n {
+				srvSpan, cliSpan := byKind[tracepb.Span_SPAN_KIND_SERVER][i], byKind[tracepb.Span_SPAN_KIND_CLIENT][i]
+				if c.name == "upgrade" && i == 0 {
+					if srvSpan.parent != cliSpan.id || srvSpan.trace != cliSpan.trace {
+						t.Errorf("upgrade request: server span %s is not the child of curl's %s", srvSpan, cliSpan)
+					}
+				} else if srvSpan.parent != "" || cliSpan.parent != "" {
+					t.Errorf("transfer %d: parents with no traceparent sent: %s / %s", i, srvSpan, cliSpan)
+				}
+			}
+		})
 	}
 }

@@ -61,6 +61,14 @@ func NewFramesConn() *Conn {
 	return &Conn{Requests: NewFramesParser(true), Responses: NewFramesParser(false), open: map[uint32]*Exchange{}}
 }
 
+// Adopt opens stream id for a request that came before HTTP/2 did: the
+// HTTP/1.1 request whose Upgrade: h2c the server answers on stream 1.
+func (c *Conn) Adopt(id uint32, ts uint64) {
+	if c.open[id] == nil && len(c.open) < MaxOpenStreams {
+		c.open[id] = &Exchange{StreamID: id, GRPCStatus: -1, Start: ts, RequestEnd: ts}
+	}
+}
+
 // Open is the number of streams begun and not yet ended.
 func (c *Conn) Open() int { return len(c.open) }
 

@@ -24,6 +24,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/h2c"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -32,14 +34,16 @@ import (
 )
 
 func main() {
-	mode := flag.String("mode", "", "h2c-server, h2c-client, grpc-server or grpc-client")
+	mode := flag.String("mode", "", "h2c-server, h2c-upgrade-server, h2c-client, grpc-server or grpc-client")
 	addr := flag.String("addr", "", "server address (clients)")
 	n := flag.Int("n", 100, "requests (clients)")
 	flag.Parse()
 	var err error
 	switch *mode {
 	case "h2c-server":
-		err = h2cServer()
+		err = h2cServer(false)
+	case "h2c-upgrade-server":
+		err = h2cServer(true)
 	case "h2c-client":
 		waitGo()
 		err = h2cClient(*addr, *n)
@@ -95,7 +99,10 @@ func traceparentOf(i int) string {
 // the order they began.
 func waitOf(i int) time.Duration { return time.Duration((i*7)%20) * time.Millisecond }
 
-func h2cServer() error {
+// h2cServer serves HTTP/2 without TLS: with prior knowledge (net/http),
+// or, with upgrade, also to HTTP/1.1 requests that ask for it (Upgrade:
+// h2c, x/net's h2c handler).
+func h2cServer(upgrade bool) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -103,23 +110,25 @@ func h2cServer() error {
 	fmt.Println(ln.Addr())
 	var protos http.Protocols
 	protos.SetUnencryptedHTTP2(true)
-	srv := &http.Server{Protocols: &protos, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ProtoMajor != 2 {
-			http.Error(w, "HTTP/2 only", http.StatusHTTPVersionNotSupported)
-			return
-		}
-		i, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/req/"))
-		if err != nil {
-			http.NotFound(w, r)
-			return
-		}
-		io.Copy(io.Discard, r.Body)
-		time.Sleep(waitOf(i))
-		w.WriteHeader(statusOf(i))
-		w.Write(body(i))
-	})}
+	srv := &http.Server{Protocols: &protos, Handler: answer}
+	if upgrade {
+		srv = &http.Server{Handler: h2c.NewHandler(answer, &http2.Server{})}
+	}
 	return srv.Serve(ln)
 }
+
+// answer serves /req/<i> over HTTP/2.
+var answer = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	i, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/req/"))
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	io.Copy(io.Discard, r.Body)
+	time.Sleep(waitOf(i))
+	w.WriteHeader(statusOf(i))
+	w.Write(body(i))
+})
 
 // h2cClient sends n requests at once over one prior-knowledge h2c
 // connection (opened by a first request, /req/0, before the others).
