@@ -14,9 +14,10 @@
 
 #define H2_PREFACE_LEN 24
 #define H2_FRAME_HDR 9
-/* Frames walked per call: a 64 KiB write of empty DATA frames has 7282,
- * real traffic far fewer; past it the connection's copy is cut. */
-#define H2_MAX_FRAMES 2048
+/* Steps of the walk per call: about two per frame (its header, its
+ * payload) plus one per iovec. A 64 KiB write of empty DATA frames would
+ * take 7282, real traffic far fewer; past it the connection's copy is cut. */
+#define H2_MAX_STEPS 8192
 
 enum h2_frame_type {
 	H2_DATA = 0,
@@ -61,74 +62,58 @@ static __always_inline bool h2_payload_copied(__u8 type)
 	       type == H2_GOAWAY;
 }
 
-/* Copies n bytes at offset pos of the call's data (a buffer or iovecs)
- * to e->data[out]. */
-static __always_inline bool ub_read(struct event_buf *e, __u64 out, const struct user_buf *ub, __u64 pos, __u64 n)
-{
-	if (n == 0)
-		return true;
-	if (ub->iovcnt == 0) {
-		BOUND(out, 0xfff);
-		BOUND(n, 0x1fff);
-		return bpf_probe_read_user(&e->data[out], n, (void *)(ub->ptr + ub->offset + pos)) == 0;
-	}
-	__u64 skip = ub->offset + pos;
-	for (int i = 0; i < MAX_IOVS; i++) {
-		if (i >= ub->iovcnt || n == 0)
-			break;
-		struct iovec iov;
-		void *at = (void *)(ub->ptr + i * sizeof(iov));
-		long err = ub->iov_kernel ? bpf_probe_read_kernel(&iov, sizeof(iov), at)
-					  : bpf_probe_read_user(&iov, sizeof(iov), at);
-		if (err < 0)
-			return false;
-		__u64 base = (__u64)iov.iov_base, len = iov.iov_len;
-		if (skip >= len) {
-			skip -= len;
-			continue;
-		}
-		base += skip;
-		len -= skip;
-		skip = 0;
-		if (len > n)
-			len = n;
-		__u64 o = out, l = len;
-		BOUND(o, 0xfff);
-		BOUND(l, 0x1fff);
-		if (bpf_probe_read_user(&e->data[o], l, (void *)base) < 0)
-			return false;
-		out += len;
-		n -= len;
-	}
-	return n == 0;
-}
-
 struct h2_walk_ctx {
 	struct event_buf *e;
 	const struct user_buf *ub;
 	struct h2_walk *st;
-	__u32 pos;   /* offset in the call's data */
+	__u64 base;  /* where the call's data goes on in user memory */
+	__u64 skip;  /* bytes of the first iovec before the data (a kprobe's iov_iter offset) */
+	__u32 seg;   /* bytes left at base in the current buffer or iovec */
+	__u32 iov;   /* iovecs taken so far */
+	__u32 pos;   /* bytes of the call walked */
 	__u32 out;   /* bytes copied so far */
 	__u32 bytes; /* the call's length */
 	__u8 cut;
 	__u8 _pad[3];
 };
 
-/* Copies the rest of the current frame's payload in this call (or skips
- * it). False when the copy cannot go on. */
-static __always_inline bool h2_payload(struct h2_walk_ctx *w)
+/* Takes the next iovec of the call: the data goes on there. */
+static __always_inline bool h2_next_iov(struct h2_walk_ctx *w)
 {
-	struct h2_walk *st = w->st;
-	__u32 n = w->bytes - w->pos;
-	if (n > st->left)
-		n = st->left;
-	if (st->copy) {
-		if (w->out + n > WEFT_MAX_CAPTURE || !ub_read(w->e, w->out, w->ub, w->pos, n))
-			return false;
-		w->out += n;
+	const struct user_buf *ub = w->ub;
+	if (ub->iovcnt == 0 || w->iov >= ub->iovcnt)
+		return false;
+	struct iovec iov;
+	void *at = (void *)(ub->ptr + (__u64)w->iov * sizeof(iov));
+	long err = ub->iov_kernel ? bpf_probe_read_kernel(&iov, sizeof(iov), at) : bpf_probe_read_user(&iov, sizeof(iov), at);
+	if (err < 0)
+		return false;
+	w->iov++;
+	__u64 base = (__u64)iov.iov_base, len = iov.iov_len;
+	if (w->skip >= len) {
+		w->skip -= len;
+		len = 0;
+	} else {
+		base += w->skip;
+		len -= w->skip;
+		w->skip = 0;
 	}
-	w->pos += n;
-	st->left -= n;
+	w->base = base;
+	w->seg = len > 0xffffffff ? 0xffffffff : len;
+	return true;
+}
+
+/* Copies n bytes at base to the copy's end. */
+static __always_inline bool h2_copy(struct h2_walk_ctx *w, __u32 n)
+{
+	if (w->out + n > WEFT_MAX_CAPTURE)
+		return false;
+	__u64 o = w->out, l = n;
+	BOUND(o, 0xfff);
+	BOUND(l, 0x1fff);
+	if (l && bpf_probe_read_user(&w->e->data[o], l, (void *)w->base) < 0)
+		return false;
+	w->out += n;
 	return true;
 }
 
@@ -140,61 +125,70 @@ static __always_inline void h2_begin(struct h2_walk *st)
 	st->have = 0;
 }
 
-/* One step of the walk: the rest of a frame header, then its payload. */
+/* One step of the walk: the next piece of the preface, of a frame header
+ * or of a payload that lies in the current buffer (or iovec), copied or
+ * passed over; or the move to the next iovec. */
 static long h2_step(__u64 i, void *arg)
 {
 	struct h2_walk_ctx *w = arg;
 	struct h2_walk *st = w->st;
 	if (!st || !w->e || !w->ub)
 		return 1;
-	if (st->preface) { /* copied whole, like a payload */
-		__u32 n = w->bytes - w->pos;
-		if (n > st->preface)
-			n = st->preface;
-		if (w->out + n > WEFT_MAX_CAPTURE || !ub_read(w->e, w->out, w->ub, w->pos, n)) {
-			w->cut = 1;
-			return 1;
-		}
-		w->out += n;
-		w->pos += n;
-		st->preface -= n;
-		return st->preface ? 1 : 0;
-	}
-	if (st->left) {
-		if (!h2_payload(w)) {
-			w->cut = 1;
-			return 1;
-		}
-		if (st->left)
-			return 1; /* the frame goes on in the next call */
-	}
 	if (w->pos >= w->bytes)
 		return 1;
-	__u32 have = st->have;
-	if (have >= H2_FRAME_HDR)
-		have = 0;
-	__u32 want = H2_FRAME_HDR - have;
+	if (w->seg == 0) {
+		if (!h2_next_iov(w)) {
+			w->cut = 1;
+			return 1;
+		}
+		return 0;
+	}
 	__u32 n = w->bytes - w->pos;
-	if (n > want)
-		n = want;
-	if (w->out + n > WEFT_MAX_CAPTURE || !ub_read(w->e, w->out, w->ub, w->pos, n)) {
-		w->cut = 1;
-		return 1;
+	if (n > w->seg)
+		n = w->seg;
+	if (st->preface) { /* copied whole, like a payload */
+		if (n > st->preface)
+			n = st->preface;
+		if (!h2_copy(w, n)) {
+			w->cut = 1;
+			return 1;
+		}
+		st->preface -= n;
+	} else if (st->left) {
+		if (n > st->left)
+			n = st->left;
+		if (st->copy && !h2_copy(w, n)) {
+			w->cut = 1;
+			return 1;
+		}
+		st->left -= n;
+	} else {
+		__u32 have = st->have;
+		if (have >= H2_FRAME_HDR)
+			have = 0;
+		if (n > H2_FRAME_HDR - have)
+			n = H2_FRAME_HDR - have;
+		__u32 at = w->out;
+		if (!h2_copy(w, n)) {
+			w->cut = 1;
+			return 1;
+		}
+		/* Keep the length and type bytes for when the header completes. */
+		for (__u32 k = 0; k < 4; k++) {
+			if (k >= n || have + k >= 4)
+				break;
+			__u64 idx = have + k, src = at + k;
+			BOUND(idx, 3);
+			BOUND(src, 0xfff);
+			st->hdr[idx] = w->e->data[src];
+		}
+		st->have = have + n;
+		if (st->have == H2_FRAME_HDR)
+			h2_begin(st);
 	}
-	/* Keep the length and type bytes for when the header completes. */
-	for (__u32 k = 0; k < 4; k++) {
-		__u32 at = have + k; /* header byte k of this piece */
-		if (k >= n || at >= 4)
-			break;
-		__u32 o = (w->out + k) & (WEFT_MAX_CAPTURE - 1);
-		st->hdr[at & 3] = w->e->data[o];
-	}
-	w->out += n;
 	w->pos += n;
-	st->have = have + n;
-	if (st->have < H2_FRAME_HDR)
-		return 1; /* cut by the call's end */
-	h2_begin(st);
+	w->base += n;
+	w->seg -= n;
 	return 0;
 }
 
@@ -208,9 +202,15 @@ __noinline __u32 h2_compact(struct event_buf *e, const struct user_buf *ub, stru
 	if (st->cut)
 		return 0;
 	struct h2_walk_ctx w = {.e = e, .ub = ub, .st = st, .bytes = bytes};
-	long loops = bpf_loop(H2_MAX_FRAMES, h2_step, &w, 0);
-	if (loops == H2_MAX_FRAMES && w.pos < w.bytes)
-		w.cut = 1; /* more frames than walked: where the next call starts is unknown */
+	if (ub->iovcnt == 0) {
+		w.base = ub->ptr + ub->offset;
+		w.seg = bytes;
+	} else {
+		w.skip = ub->offset;
+	}
+	long steps = bpf_loop(H2_MAX_STEPS, h2_step, &w, 0);
+	if (steps == H2_MAX_STEPS && w.pos < w.bytes)
+		w.cut = 1; /* more to walk than steps: where the next call starts is unknown */
 	if (w.cut) {
 		st->cut = 1;
 		count(WEFT_STAT_H2_CUT);

@@ -36,8 +36,9 @@ func filled(n int, b byte) []byte { return bytes.Repeat([]byte{b}, n) }
 
 // The kernel's copy of an HTTP/2 connection (bpf/include/h2walk.h): a
 // server reads the client's frames in pieces that cut frame headers,
-// header blocks and DATA payloads, and answers with DATA frames larger
-// than an event holds around its header blocks in one send; each
+// header blocks and DATA payloads (each into two buffers), and answers
+// with DATA frames larger than an event holds around its header blocks,
+// from hundreds of 37-byte iovecs in one sendmsg; each
 // direction's copies, joined, are the frames without the payloads user
 // space does not decode, and the call that carried the preface keeps it.
 func TestH2FramesCopied(t *testing.T) {
@@ -73,10 +74,13 @@ s.listen()
 print(s.getsockname()[1], flush=True)
 c, _ = s.accept()
 for n in sys.argv[2].split(","):
-    n, got = int(n), b""
-    while len(got) < n:
-        got += c.recv(n - len(got))
-c.sendall(bytes.fromhex(sys.argv[1]))
+    n = int(n)
+    while n > 0:  # into two buffers: recvmsg's iovecs
+        a, b = bytearray(max(1, n // 2)), bytearray(max(1, n - n // 2))
+        n -= c.recvmsg_into([a, b] if n > 1 else [a])[0]
+out = bytes.fromhex(sys.argv[1])
+while out:  # from iovecs of 37 bytes: sendmsg's iovecs cut frames anywhere
+    out = out[c.sendmsg([out[i:i + 37] for i in range(0, min(len(out), 37 * 1000), 37)]):]
 c.recv(1)
 c.close()
 `, hex.EncodeToString(resp.wire), strings.Trim(strings.Join(strings.Fields(fmt.Sprint(pieces)), ","), "[]"))
