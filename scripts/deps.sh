@@ -7,7 +7,9 @@ want=(clang llvm libbpf-dev bpftool curl wrk python3 qemu-system-x86 busybox-sta
 	# Debian's Node.js (scripts/debian-node.sh) loads these
 	libc-ares2 libuv1 libicu72 libnghttp2-14 libbrotli1 node-cjs-module-lexer node-acorn node-undici
 	# the Python asyncio tests on Debian's Python
-	python3-aiohttp python3-uvicorn python3-fastapi python3-httpx "$@")
+	python3-aiohttp python3-uvicorn python3-fastapi python3-httpx
+	# the gRPC tests' Python client
+	python3-grpcio "$@")
 missing=()
 for p in "${want[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
