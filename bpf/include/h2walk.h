@@ -234,23 +234,29 @@ static __always_inline bool h2_preface(const __u8 *d, __u32 n, __u32 bytes)
 	return true;
 }
 
-/* The walk state of a direction of sk; a call that opens with the preface
- * (in the n bytes copied to e) starts both directions' walks. */
-static __always_inline struct h2_walk *h2_conn(struct event_buf *e, __u64 sk, __u8 dir, __u32 n, __u32 bytes)
+/* The walk state of a direction of sk, if its connection is HTTP/2. */
+static __always_inline struct h2_walk *h2_lookup(__u64 sk, __u8 dir)
 {
 	struct h2_key k = {.sock = sk, .dir = dir};
-	struct h2_walk *st = bpf_map_lookup_elem(&h2_conns, &k);
-	if (st || !h2_preface(e->data, n, bytes))
-		return st;
-	struct h2_walk fresh = {};
+	return bpf_map_lookup_elem(&h2_conns, &k);
+}
+
+/* A call that opens with the preface (in the n bytes copied to e) starts
+ * both directions' walks; returns this direction's. */
+static __always_inline struct h2_walk *h2_detect(struct event_buf *e, __u64 sk, __u8 dir, __u32 n, __u32 bytes)
+{
+	if (!h2_preface(e->data, n, bytes))
+		return NULL;
+	struct h2_key k = {.sock = sk, .dir = dir};
 	struct h2_key other = {.sock = sk, .dir = !dir};
+	struct h2_walk fresh = {};
 	if (bpf_map_update_elem(&h2_conns, &k, &fresh, BPF_ANY) < 0 ||
 	    bpf_map_update_elem(&h2_conns, &other, &fresh, BPF_ANY) < 0) {
 		count(WEFT_STAT_H2_TABLE_FULL);
 		bpf_map_delete_elem(&h2_conns, &k);
 		return NULL;
 	}
-	st = bpf_map_lookup_elem(&h2_conns, &k);
+	struct h2_walk *st = bpf_map_lookup_elem(&h2_conns, &k);
 	if (st)
 		st->preface = H2_PREFACE_LEN; /* the walk copies it again, then the frames */
 	return st;
