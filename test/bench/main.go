@@ -88,6 +88,13 @@ func main() {
 		runGoroutineCost()
 		return
 	}
+	if *grpcBench {
+		if *rate == 0 {
+			*rate = 1000
+		}
+		runGRPCBench()
+		return
+	}
 	if *jvmBench {
 		if *rate == 0 {
 			*rate = 500
