@@ -166,11 +166,21 @@ func h2cClient(addr string, n int) error {
 	if err := get(0); err != nil {
 		return err
 	}
+	if err := concurrently(1, n, get); err != nil {
+		return err
+	}
+	fmt.Println("ok")
+	return nil
+}
+
+// concurrently runs f(i) for i in [from, n) at once and returns the
+// first error.
+func concurrently(from, n int, f func(int) error) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
-	for i := 1; i < n; i++ {
+	for i := from; i < n; i++ {
 		wg.Add(1)
-		go func() { defer wg.Done(); errs <- get(i) }()
+		go func() { defer wg.Done(); errs <- f(i) }()
 	}
 	wg.Wait()
 	close(errs)
@@ -179,7 +189,6 @@ func h2cClient(addr string, n int) error {
 			return err
 		}
 	}
-	fmt.Println("ok")
 	return nil
 }
 
@@ -269,18 +278,8 @@ func grpcClient(addr string, n int) error {
 			}
 		}
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs <- call(i) }()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			return err
-		}
+	if err := concurrently(0, n, call); err != nil {
+		return err
 	}
 	fmt.Println("ok")
 	return nil
