@@ -163,12 +163,7 @@ func equalFold(b []byte, s string) bool {
 func connectionTokens(v []byte) (closeTok, keepAlive, upgrade bool) {
 	for len(v) > 0 {
 		var tok []byte
-		if i := bytes.IndexByte(v, ','); i >= 0 {
-			tok, v = v[:i], v[i+1:]
-		} else {
-			tok, v = v, nil
-		}
-		tok = trimOWS(tok)
+		tok, v = nextToken(v)
 		switch {
 		case equalFold(tok, "close"):
 			closeTok = true
@@ -215,14 +210,17 @@ func parseContentLength(v []byte) (int64, bool) {
 func hasToken(v []byte, tok string) bool {
 	for len(v) > 0 {
 		var t []byte
-		if i := bytes.IndexByte(v, ','); i >= 0 {
-			t, v = v[:i], v[i+1:]
-		} else {
-			t, v = v, nil
-		}
-		if equalFold(trimOWS(t), tok) {
+		if t, v = nextToken(v); equalFold(t, tok) {
 			return true
 		}
 	}
 	return false
+}
+
+// nextToken splits the first element off a comma-separated list.
+func nextToken(v []byte) (tok, rest []byte) {
+	if i := bytes.IndexByte(v, ','); i >= 0 {
+		return trimOWS(v[:i]), v[i+1:]
+	}
+	return trimOWS(v), nil
 }
