@@ -723,7 +723,10 @@ func (c *Correlator) Expire(now uint64) {
 				c.done(ex)
 			}
 		}
-		if len(cn.server)+len(cn.client) == 0 && now > cn.lastTS+idle {
+		// An HTTP/2 connection stays until its close (or the MaxConns
+		// bound): its HPACK tables cannot be rebuilt after an idle spell,
+		// and gRPC keeps connections open and quiet for long.
+		if cn.h2 == nil && len(cn.server)+len(cn.client) == 0 && now > cn.lastTS+idle {
 			c.drop(id)
 		}
 	}

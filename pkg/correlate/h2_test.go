@@ -214,3 +214,20 @@ func TestH2UpgradeNotTaken(t *testing.T) {
 		t.Fatalf("spans %+v", r.spans)
 	}
 }
+
+// An idle HTTP/2 connection is kept: a stream after a quiet spell is
+// still decoded with the tables the earlier streams built.
+func TestH2IdleKept(t *testing.T) {
+	r := newRec(t, Options{IdleTimeout: time.Second})
+	req, resp := newH2Copy(true), newH2Copy(false)
+	get := func(stream uint32, ts uint64) {
+		r.h2data(100, event.Egress, ts, req.headers(stream, true, ":method", "GET", ":scheme", "http", ":authority", "up", ":path", "/same").take(), event.CaptureH2)
+		r.h2data(100, event.Ingress, ts+ms, resp.headers(stream, true, ":status", "200").take(), event.CaptureH2)
+	}
+	get(1, 1*ms)
+	r.c.Expire(10 * uint64(time.Second))
+	get(3, 11*uint64(time.Second)) // its headers refer to the dynamic table
+	if len(r.spans) != 2 || r.spans[1].Path != "/same" || r.spans[1].StatusCode != 200 {
+		t.Fatalf("spans %+v", r.spans)
+	}
+}
