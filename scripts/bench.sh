@@ -28,6 +28,10 @@ echo "## Span metrics: ns per span and memory of 1,000 services x 100 routes"
 echo
 go test -run '^$' -bench . -count 5 ./pkg/spanmetrics
 echo
+echo "## HTTP/2 and gRPC: CPU per gRPC call, grpc-go client and server, 1000 unary calls/s, weft off / on"
+echo
+go run ./test/bench -grpc -rate 1000 -rounds 6 -duration 15s -modes off,on "$@"
+echo
 echo "## Right parents: a Go net/http chain at 1000 requests/s, off / on without runtime hooks / on"
 echo
 go run ./test/bench -go-chain -rate 1000 -rounds 6 -modes off,nohooks,on "$@"

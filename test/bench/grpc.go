@@ -22,6 +22,8 @@ func runGRPCBench() {
 	dir, err := os.MkdirTemp("", "weft-bench-")
 	check(err)
 	defer os.RemoveAll(dir)
+	check(os.WriteFile("/proc/sys/kernel/bpf_stats_enabled", []byte("1"), 0o644))
+	defer os.WriteFile("/proc/sys/kernel/bpf_stats_enabled", []byte("0"), 0o644)
 	bin := filepath.Join(dir, "h2app")
 	if out, err := exec.Command("go", "build", "-o", bin, "./test/e2e/testdata/h2app").CombinedOutput(); err != nil {
 		log.Fatalf("build h2app: %v\n%s", err, out)
@@ -64,8 +66,10 @@ func runGRPCBench() {
 			}
 			before := cpuTimes(pids)
 			var weftBefore time.Duration
+			progBefore := map[string]progStat{}
 			if r.traced {
 				weftBefore = cpuTime(w.Process.Pid)
+				progBefore = progStats(w.Process.Pid)
 			}
 			res := calls(*duration)
 			r.srvCPU = cpuTimes(pids) - before
@@ -73,6 +77,11 @@ func runGRPCBench() {
 			if r.traced {
 				r.weftCPU = cpuTime(w.Process.Pid) - weftBefore
 				r.weftRSSKB = rss(w.Process.Pid)
+				r.progStats = map[string]progStat{}
+				for name, a := range progStats(w.Process.Pid) {
+					b := progBefore[name]
+					r.progStats[name] = progStat{a.runNs - b.runNs, a.runCnt - b.runCnt}
+				}
 				time.Sleep(time.Second) // the last spans read
 				s := scrape(metrics)
 				r.lost, r.spans = s["weft_events_lost"], s["weft_spans_server"]
