@@ -42,6 +42,7 @@ func startWaiting(t *testing.T, cmd *exec.Cmd) *goClient {
 	t.Helper()
 	args := cmd.Args
 	c := &goClient{cmd: cmd, out: &proc{}, stdout: &proc{}, done: make(chan struct{})}
+	orphanless(cmd)
 	stdin, err := c.cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

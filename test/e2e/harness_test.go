@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -126,6 +127,7 @@ func (p *proc) Alive() bool {
 func start(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
 	p := &proc{cmd: exec.Command(name, args...), done: make(chan struct{})}
+	orphanless(p.cmd)
 	p.cmd.Stdout = p
 	p.cmd.Stderr = p
 	if err := p.cmd.Start(); err != nil {
@@ -134,6 +136,16 @@ func start(t *testing.T, name string, args ...string) *proc {
 	go func() { p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() { p.stop() })
 	return p
+}
+
+// orphanless has the kernel kill cmd if the test binary dies first (a
+// test timeout panics past every cleanup): a weft left running would keep
+// its programs attached and skew the next run's host-wide checks.
+func orphanless(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 }
 
 func (p *proc) stop() {
@@ -158,6 +170,7 @@ func startServer(t *testing.T, args ...string) (*proc, string) {
 func startListener(t *testing.T, cmd *exec.Cmd) (*proc, string) {
 	t.Helper()
 	p := &proc{cmd: cmd, done: make(chan struct{})}
+	orphanless(cmd)
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
