@@ -72,7 +72,7 @@ static __always_inline int leave(struct trace_event_raw_sys_exit *ctx)
 	if (f->sk && ret > 0 && !f->peek && (f->buf.iovcnt || f->buf.ptr)) {
 		struct user_buf ub = f->buf;
 		__u8 dir = f->kind == CALL_SEND ? WEFT_DIR_EGRESS : WEFT_DIR_INGRESS;
-		emit_data(ctx, (struct sock *)f->sk, dir, (__u32)ret, &ub);
+		emit_data(ctx, (struct sock *)f->sk, dir, (__u32)ret, &ub, false);
 	}
 	bpf_map_delete_elem(&inflight_calls, &pid_tgid);
 	return 0;
@@ -272,7 +272,7 @@ static __always_inline int socket_call(void *ctx, struct sock *sk, int ret, int 
 		count(WEFT_STAT_CALL_UNREADABLE);
 		return 0;
 	}
-	emit_data(ctx, sk, send ? WEFT_DIR_EGRESS : WEFT_DIR_INGRESS, (__u32)ret, &ub);
+	emit_data(ctx, sk, send ? WEFT_DIR_EGRESS : WEFT_DIR_INGRESS, (__u32)ret, &ub, false);
 	return 0;
 }
 

@@ -124,6 +124,10 @@ struct {
 struct event_buf {
 	struct event_header hdr;
 	__u8 data[3 * WEFT_MAX_CAPTURE];
+	/* The TLS link of the request this event starts (tlslink.h). */
+	struct span_ctx tls_link;
+	__u32 tls_linked;
+	__u32 _pad;
 };
 
 struct {
@@ -357,17 +361,30 @@ __noinline int trace_context(struct event_buf *e, __u32 n, __u64 pid_tgid)
 	if (!e)
 		return 0;
 	BOUND(n, 0x1fff);
-	assign_trace_context(&e->hdr, e->data, n, pid_tgid);
+	assign_trace_context(&e->hdr, e->data, n, pid_tgid, &e->tls_link, e->tls_linked);
 	return 0;
 }
 
+#include "tls.h"
 #include "h2walk.h"
 
 /* Emits one data event: header plus the first capture_max bytes (or an
  * HTTP/2 connection's frames, h2walk.h). */
-static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u32 bytes, const struct user_buf *ub)
+static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u32 bytes, const struct user_buf *ub,
+				      bool tls)
 {
-	__u64 sid = (__u64)sk;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	if (!tls && tls_nested(pid_tgid, (__u64)sk)) {
+		/* Ciphertext: the TLS call reports its plaintext. The socket is
+		 * tracked all the same, for its close. */
+		__u64 id = (__u64)sk;
+		__u8 one = SOCK_TRACKED;
+		bpf_map_update_elem(&tracked_socks, &id, &one, BPF_NOEXIST);
+		return;
+	}
+	/* The plaintext of a TLS socket is another stream than its bytes on
+	 * the wire (a handshake outside the calls, say): keyed apart. */
+	__u64 sid = tls ? TLS_SOCK_KEY(sk) : (__u64)sk;
 	if (bpf_map_lookup_elem(&not_http_socks, &sid)) {
 		count(WEFT_STAT_NOT_HTTP_SKIPPED);
 		return;
@@ -376,7 +393,6 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 	struct event_buf *e = bpf_map_lookup_elem(&scratch, &zero);
 	if (!e)
 		return;
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct event_header *h = &e->hdr;
 	h->ts_ns = bpf_ktime_get_ns();
 	h->sock_id = (__u64)sk;
@@ -386,6 +402,7 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 	h->bytes = bytes;
 	h->kind = WEFT_EV_DATA;
 	h->dir = dir;
+	h->tls = tls;
 	__builtin_memset(h->saddr, 0, sizeof(h->saddr));
 	__builtin_memset(h->daddr, 0, sizeof(h->daddr));
 	fill_addrs(h, sk);
@@ -412,8 +429,15 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 	__builtin_memset(h->parent_id, 0, sizeof(h->parent_id));
 	__builtin_memset(h->more_span_ids, 0, sizeof(h->more_span_ids));
 	h->n_more = 0;
-	if (!h2) /* HTTP/2 streams get their spans in user space */
+	e->tls_linked = 0;
+	if (!h2) { /* HTTP/2 streams get their spans in user space */
+		/* A read may also end a method begun by a short read before it
+		 * (start_prefixes): Go's server reads one byte ahead. */
+		if (tls && (is_request_start(e->data, n) ||
+			    (dir == WEFT_DIR_INGRESS && bpf_map_lookup_elem(&start_prefixes, &h->sock_id))))
+			e->tls_linked = dir == WEFT_DIR_INGRESS ? tls_link_server(h, &e->tls_link) : tls_link_client(h);
 		trace_context(e, n, pid_tgid);
+	}
 	if (bpf_ringbuf_output(&events, e, sizeof(*h) + n, wakeup_flags()) < 0) {
 		count(WEFT_STAT_LOST_RINGBUF);
 		return;
@@ -577,6 +601,9 @@ int weft_sock_state(struct trace_event_raw_inet_sock_set_state *ctx)
 	bpf_map_delete_elem(&tracked_socks, &id);
 	bpf_map_delete_elem(&not_http_socks, &id);
 	h2_forget(id);
+	__u64 plain = TLS_SOCK_KEY(id);
+	bpf_map_delete_elem(&not_http_socks, &plain);
+	h2_forget(plain);
 	serving_closed(id);
 	emit_small(WEFT_EV_CLOSE, id, 0, 0, by_peer ? WEFT_DIR_INGRESS : WEFT_DIR_EGRESS, unread, wakeup_flags());
 	return 0;
@@ -600,5 +627,6 @@ int BPF_PROG(weft_sock_reset, struct sock *sk)
 #include "gohooks.h"
 #include "nginx.h"
 #include "announce.h"
+#include "openssl.h"
 
 #endif

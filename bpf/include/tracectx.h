@@ -427,7 +427,8 @@ static __always_inline void serving_begins(__u64 sock_id, __u64 k, __u64 g, cons
 /* A traced process received the start of a request: its server span
  * continues an incoming traceparent or starts a trace, and becomes what
  * the reader works for: its goroutine in a Go program, else its key. */
-static __always_inline void server_request(struct event_header *h, const __u8 *data, __u32 n)
+static __always_inline void server_request(struct event_header *h, const __u8 *data, __u32 n,
+					   const struct span_ctx *link, int linked)
 {
 	/* Map keys from the stack: h is trace_context's argument, and 6.1's
 	 * helpers take no key in a global function's memory argument. */
@@ -440,6 +441,10 @@ static __always_inline void server_request(struct event_header *h, const __u8 *d
 	struct go_id gid = {};
 	__u64 g = go && go_id_of(pi, user_g(), &gid) ? gid.goid : 0;
 	enum tp_result r = parse_traceparent(data, n, false, &in);
+	if (r != TP_FOUND && linked) { /* what the TLS client decided (tlslink.h) */
+		in = *link;
+		r = TP_FOUND;
+	}
 	if (r == TP_FOUND) {
 		__builtin_memcpy(h->trace_id, in.trace_id, 16);
 		__builtin_memcpy(h->parent_id, in.span_id, 8);
@@ -616,6 +621,8 @@ static __always_inline void new_client_ctx(__u64 pid_tgid, __u32 key, const stru
 	}
 }
 
+#include "tlslink.h"
+
 /* A traced process sent the start of a request. When sk_msg injected a
  * traceparent during this send, report those ids; when the request
  * carries its own traceparent, use it; else decide now. */
@@ -724,24 +731,39 @@ static __always_inline bool prefixed_request_start(__u64 sock_id, const __u8 *d,
 	return start;
 }
 
-static __always_inline void assign_trace_context(struct event_header *h, const __u8 *data, __u32 n, __u64 pid_tgid)
+/* A request start read; over TLS, link holds its client's span when
+ * linked (taken by emit_data, tlslink.h). */
+static __always_inline void server_request_start(struct event_header *h, const __u8 *data, __u32 n,
+						 const struct span_ctx *link, int linked)
+{
+	server_request(h, data, n, link, linked);
+}
+
+/* link, linked: what a TLS connection's other end decided for the request
+ * this event starts (tlslink.h): for a read, its client span; for a
+ * write, the ids already in h. */
+static __always_inline void assign_trace_context(struct event_header *h, const __u8 *data, __u32 n, __u64 pid_tgid,
+						 const struct span_ctx *link, int linked)
 {
 	__u64 sock = h->sock_id;
 	if (h->dir == WEFT_DIR_INGRESS) {
 		if (is_request_start(data, n)) {
-			server_request(h, data, n);
+			server_request_start(h, data, n, link, linked);
 		} else if (n == h->bytes && method_prefix(data, n)) {
 			struct start_prefix p = {.len = n};
 			__builtin_memcpy(p.b, data, 7);
 			bpf_map_update_elem(&start_prefixes, &sock, &p, BPF_ANY);
 		} else if (n > 0 && ((data[0] >= 'A' && data[0] <= 'Z') || data[0] == ' ') && !is_response_start(data, n) &&
 			   prefixed_request_start(h->sock_id, data, n)) {
-			server_request(h, data, n);
+			server_request_start(h, data, n, link, linked);
 		} else {
 			server_head_more(h, data, n);
 		}
 	} else if (is_request_start(data, n)) {
-		client_request(h, data, n, pid_tgid);
+		if (linked)
+			h->ctx_kind = WEFT_CTX_CLIENT; /* the ids the write decided, in h */
+		else
+			client_request(h, data, n, pid_tgid);
 	} else if (is_response_start(data, n)) {
 		server_response(h, data, n);
 	}

@@ -62,7 +62,9 @@ enum weft_stat {
 	WEFT_STAT_CALL_UNREADABLE = 18,    /* socket path: data moved by a call whose buffer it cannot name (sendmmsg, io_uring, splice) */
 	WEFT_STAT_H2_TABLE_FULL = 19, /* an HTTP/2 connection found no room in h2_conns: not followed */
 	WEFT_STAT_H2_CUT = 20,        /* an HTTP/2 connection's copy lost its framing (over 4 KiB of headers in a call) */
-	WEFT_STAT_MAX = 21,
+	WEFT_STAT_TLS_NO_SOCK = 21,   /* TLS plaintext whose socket no nested call showed: not reported */
+	WEFT_STAT_TLS_LINK_AMBIGUOUS = 22, /* TLS request read while its client had sent another: no link to it */
+	WEFT_STAT_MAX = 23,
 };
 
 struct event_header {
@@ -83,7 +85,7 @@ struct event_header {
 	__u8 ctx_kind; /* enum weft_ctx_kind */
 	__u8 trace_flags;
 	__u8 capture;  /* enum weft_capture */
-	__u8 _pad;
+	__u8 tls;      /* 1: the plaintext of a TLS connection (tls.h), not its bytes on the wire */
 	/* The span the kernel assigned to the request this segment starts
 	 * (ctx_kind != NONE): the ids that went on the wire. */
 	__u8 trace_id[16];

@@ -143,7 +143,7 @@ func doctor(w io.Writer, root bool) error {
 	}
 	if root && f.BTF {
 		for _, p := range kernel.Paths {
-			coll, err := tracer.Load(tracer.Options{Path: p, CaptureBytes: 256, SelfPID: uint32(os.Getpid()), Propagation: true, RuntimeHooks: true, IoctlPackets: true})
+			coll, err := tracer.Load(tracer.Options{Path: p, CaptureBytes: 256, SelfPID: uint32(os.Getpid()), Propagation: true, RuntimeHooks: true, IoctlPackets: true, TLS: true})
 			if err != nil {
 				fmt.Fprintf(w, "verifier %-10s FAILED: %v\n", p, err)
 				if p == path {

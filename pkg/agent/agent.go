@@ -80,6 +80,7 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 		Cgroups:         cgroups,
 		Propagation:     cfg.Propagation == "headers",
 		RuntimeHooks:    cfg.RuntimeHooks == "on",
+		TLS:             cfg.TLS == "on",
 		IoctlPackets:    ioctlPackets(cfg.IoctlPackets, path),
 		PinTracesCtx:    cfg.Profile.Pin,
 		Sampler:         &sampler,

@@ -141,6 +141,8 @@ func (l *loop) snapshot() map[string]uint64 {
 		out["events_skipped_unreadable_call"] = s.CallUnreadable
 		out["h2_conns_table_full"] = s.H2TableFull
 		out["h2_conns_cut"] = s.H2Cut
+		out["tls_calls_without_socket"] = s.TLSNoSocket
+		out["tls_links_ambiguous"] = s.TLSLinkAmbiguous
 	}
 	return out
 }

@@ -37,6 +37,10 @@ type Config struct {
 	// "off" (Go programs are followed fail-closed: calls start traces).
 	RuntimeHooks string `yaml:"runtime_hooks"`
 
+	// TLS is "on" (uprobes on each traced process's TLS library, so that
+	// HTTPS is seen in clear) or "off" (TLS connections are not followed).
+	TLS string `yaml:"tls"`
+
 	// JavaAgent is "attach" (load weft's Java agent into every traced
 	// HotSpot JVM, so coroutines and executors keep their traces) or "off".
 	JavaAgent string `yaml:"java_agent"`
@@ -103,6 +107,7 @@ func Default() Config {
 		IoctlPackets:    "auto",
 		Propagation:     "headers",
 		RuntimeHooks:    "on",
+		TLS:             "on",
 		JavaAgent:       "off",
 		NodeAgent:       "off",
 		CaptureBytes:    512,
@@ -139,6 +144,11 @@ func (c *Config) Validate() error {
 	case "on", "off":
 	default:
 		return fmt.Errorf("runtime_hooks %q: want on or off", c.RuntimeHooks)
+	}
+	switch c.TLS {
+	case "on", "off":
+	default:
+		return fmt.Errorf("tls %q: want on or off", c.TLS)
 	}
 	switch c.NodeAgent {
 	case "attach", "off":

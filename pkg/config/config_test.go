@@ -65,6 +65,7 @@ func TestValidateRejects(t *testing.T) {
 		"port":    func(c *Config) { c.Select.Ports = []int{70000} },
 		"level":   func(c *Config) { c.LogLevel = "loud" },
 		"hooks":   func(c *Config) { c.RuntimeHooks = "maybe" },
+		"tls":     func(c *Config) { c.TLS = "maybe" },
 	} {
 		c := Default()
 		mut(&c)

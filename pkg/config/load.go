@@ -60,6 +60,7 @@ func applyEnv(c *Config, getenv func(string) string) error {
 	set("WEFT_IOCTL_PACKETS", func(v string) error { c.IoctlPackets = v; return nil })
 	set("WEFT_PROPAGATION", func(v string) error { c.Propagation = v; return nil })
 	set("WEFT_RUNTIME_HOOKS", func(v string) error { c.RuntimeHooks = v; return nil })
+	set("WEFT_TLS", func(v string) error { c.TLS = v; return nil })
 	set("WEFT_JAVA_AGENT", func(v string) error { c.JavaAgent = v; return nil })
 	set("WEFT_JAVA_AGENT_ARGS", func(v string) error { c.JavaAgentArgs = v; return nil })
 	set("WEFT_NODE_AGENT", func(v string) error { c.NodeAgent = v; return nil })

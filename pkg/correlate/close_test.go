@@ -100,3 +100,30 @@ func TestUnreadBytesMakeItTheClientsChoice(t *testing.T) {
 		t.Errorf("spans %+v: want one without error, body 5", r.spans)
 	}
 }
+
+// A TLS socket is two streams: its bytes on the wire (the handshake, not
+// HTTP) and the plaintext its TLS library reported (event.TLSConn of the
+// socket). The socket's close ends both; the plaintext's spans are https.
+func TestTLSPlaintextClosedWithItsSocket(t *testing.T) {
+	r := newRec(t, Options{})
+	const sock = 200
+	plain := event.TLSConn(sock)
+	r.data(sock, 10, 11, event.Egress, 1*ms, "\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03") // ClientHello
+	r.c.Handle(&event.Event{Kind: event.KindData, ConnID: plain, TLS: true, PID: 10, TID: 11, Key: 11, Dir: event.Egress,
+		Time: 2 * ms, Bytes: uint32(len(getHello)), Payload: []byte(getHello), Local: cliAddr, Remote: upAddr})
+	r.c.Handle(&event.Event{Kind: event.KindData, ConnID: plain, TLS: true, PID: 10, TID: 11, Key: 11, Dir: event.Ingress,
+		Time: 3 * ms, Bytes: uint32(len(ok200) - 2), Payload: []byte(ok200[:len(ok200)-2]), Local: cliAddr, Remote: upAddr})
+	if len(r.spans) != 0 {
+		t.Fatalf("span before its body: %+v", r.spans)
+	}
+	r.c.Handle(&event.Event{Kind: event.KindClose, ConnID: sock, Time: 4 * ms, Dir: event.Ingress})
+	if len(r.spans) != 1 {
+		t.Fatalf("the socket's close ended %d spans of its plaintext, want 1", len(r.spans))
+	}
+	if s := r.spans[0]; !s.TLS || s.Scheme() != "https" || s.Path != "/hello" || s.ErrorType != "response_incomplete" {
+		t.Errorf("span %+v", s)
+	}
+	if r.c.Pending() != 0 {
+		t.Errorf("%d requests pending after the close", r.c.Pending())
+	}
+}

@@ -145,6 +145,7 @@ type conn struct {
 	pid     uint32
 	local   netip.AddrPort
 	remote  netip.AddrPort
+	tls     bool // the plaintext of a TLS connection
 	in, out *httpparse.Parser
 	// server: requests received, answered by responses sent.
 	// client: requests sent, answered by responses received.
@@ -257,19 +258,24 @@ func (c *Correlator) Handle(ev *event.Event) {
 	case event.KindData:
 		c.data(ev)
 	case event.KindClose:
-		if cn, ok := c.conns.Peek(ev.ConnID); ok {
-			if ev.Bytes > 0 {
-				// It left bytes unread: it stopped reading, whoever
-				// closed first.
-				cn.endedBy = endedHere
+		// The socket's bytes and, over TLS, its plaintext.
+		for _, id := range []uint64{ev.ConnID, event.TLSConn(ev.ConnID)} {
+			if cn, ok := c.conns.Peek(id); ok {
+				if ev.Bytes > 0 {
+					// It left bytes unread: it stopped reading, whoever
+					// closed first.
+					cn.endedBy = endedHere
+				}
+				cn.ended(ev.Dir)
+				c.closeConn(cn, ev.Time)
+				c.drop(id)
 			}
-			cn.ended(ev.Dir)
-			c.closeConn(cn, ev.Time)
-			c.drop(ev.ConnID)
 		}
 	case event.KindFirstFin:
-		if cn, ok := c.conns.Peek(ev.ConnID); ok {
-			cn.ended(ev.Dir)
+		for _, id := range []uint64{ev.ConnID, event.TLSConn(ev.ConnID)} {
+			if cn, ok := c.conns.Peek(id); ok {
+				cn.ended(ev.Dir)
+			}
 		}
 	case event.KindExit:
 		c.exit(ev.PID, ev.Time)
@@ -287,7 +293,7 @@ func (c *Correlator) data(ev *event.Event) {
 	}
 	if !ok {
 		cn = &conn{
-			id: ev.ConnID, pid: ev.PID, local: ev.Local, remote: ev.Remote,
+			id: ev.ConnID, pid: ev.PID, local: ev.Local, remote: ev.Remote, tls: ev.TLS,
 			in:  httpparse.NewParser(httpparse.ModeDetect),
 			out: httpparse.NewParser(httpparse.ModeDetect),
 		}
@@ -419,6 +425,7 @@ func (c *Correlator) newExchange(cn *conn, ev *event.Event, m *httpparse.Message
 			Host:             m.Host,
 			UserAgent:        m.UserAgent,
 			Proto:            protoVersion(m),
+			TLS:              cn.tls,
 			Local:            cn.local,
 			Remote:           cn.remote,
 			RequestBodySize:  m.ContentLength,

@@ -132,6 +132,7 @@ func (c *Correlator) h2span(cn *conn, x *h2.Exchange) {
 			Host:             x.Authority,
 			UserAgent:        x.UserAgent,
 			Proto:            "2",
+			TLS:              cn.tls,
 			StatusCode:       x.Status,
 			Local:            cn.local,
 			Remote:           cn.remote,

@@ -58,7 +58,8 @@ type Event struct {
 	// Time is CLOCK_MONOTONIC nanoseconds (bpf_ktime_get_ns).
 	Time uint64
 	// ConnID identifies a socket while it lives (the kernel's struct sock
-	// address); a close event carries only this and Dir.
+	// address); a close event carries only this and Dir. The plaintext of
+	// a TLS socket is another stream, TLSConn(ConnID).
 	ConnID uint64
 	PID    uint32
 	TID    uint32
@@ -84,7 +85,15 @@ type Event struct {
 	MoreSpanIDs [][8]byte
 	// Capture says what Payload is.
 	Capture Capture
+	// TLS: Payload is the plaintext a TLS library read or wrote on the
+	// socket, not its bytes on the wire.
+	TLS bool
 }
+
+// TLSConn is the ConnID of the plaintext of socket id's TLS connection:
+// socket addresses are aligned, so the low bit is free (the kernel's
+// skip table uses the same key).
+func TLSConn(id uint64) uint64 { return id | 1 }
 
 // Capture is what the kernel copied of a call.
 type Capture uint8

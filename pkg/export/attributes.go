@@ -57,7 +57,7 @@ func httpAttributes(s *spans.Span, attrs []attribute.KeyValue) []attribute.KeyVa
 		}
 	}
 	attrs = append(attrs,
-		semconv.URLScheme("http"),
+		semconv.URLScheme(s.Scheme()),
 		semconv.URLPath(validUTF8(s.Path)),
 		semconv.NetworkProtocolName("http"),
 	)
@@ -84,7 +84,7 @@ func httpTailAttributes(s *spans.Span, attrs []attribute.KeyValue) []attribute.K
 		if strings.TrimSpace(s.Host) == "" && s.Remote.IsValid() {
 			authority = netip.AddrPortFrom(s.Remote.Addr().Unmap(), s.Remote.Port()).String()
 		}
-		attrs = append(attrs, semconv.URLFull(urlFull(authority, s.Path, s.Query)))
+		attrs = append(attrs, semconv.URLFull(urlFull(s.Scheme(), authority, s.Path, s.Query)))
 	}
 	if s.RequestBodySize >= 0 {
 		attrs = append(attrs, semconv.HTTPRequestBodySize(int(s.RequestBodySize)))
@@ -159,8 +159,8 @@ func spanName(s *spans.Span) string {
 	return "HTTP"
 }
 
-func urlFull(authority, path, query string) string {
-	u := "http://" + authority + validUTF8(path)
+func urlFull(scheme, authority, path, query string) string {
+	u := scheme + "://" + authority + validUTF8(path)
 	if query != "" {
 		u += "?" + validUTF8(query)
 	}

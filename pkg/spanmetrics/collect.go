@@ -219,7 +219,7 @@ const OverflowKey = attribute.Key("otel.metric.overflow")
 
 func redAttrs(k redKey) attribute.Set {
 	kv := make([]attribute.KeyValue, 0, 9)
-	kv = append(kv, attribute.String("url.scheme", "http"), attribute.String("network.protocol.name", "http"))
+	kv = append(kv, attribute.String("url.scheme", k.scheme), attribute.String("network.protocol.name", "http"))
 	if k.method != "" {
 		kv = append(kv, attribute.String("http.request.method", k.method))
 	}

@@ -22,6 +22,7 @@ type redKey struct {
 	port      int    // server.port, client spans only
 	errorType string
 	proto     string // network.protocol.version
+	scheme    string // url.scheme
 }
 
 // redSeries are the histograms of one series; the body sizes' only once
@@ -69,7 +70,7 @@ func newService(res *resource.Resource, now time.Time) *service {
 }
 
 func (svc *service) observe(s *spans.Span, opts Options, stats *Stats) {
-	k := redKey{kind: s.Kind, status: s.StatusCode, proto: s.Proto, errorType: s.ErrorTypeAttr()}
+	k := redKey{kind: s.Kind, status: s.StatusCode, proto: s.Proto, errorType: s.ErrorTypeAttr(), scheme: s.Scheme()}
 	switch {
 	case s.Method == "":
 	case spans.KnownMethod(s.Method):

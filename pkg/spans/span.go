@@ -62,6 +62,7 @@ type Span struct {
 	Host       string // Host header
 	UserAgent  string
 	Proto      string // "1.0", "1.1" or "2"
+	TLS        bool   // seen in clear inside a TLS connection (https)
 	StatusCode int    // 0 when no response was seen
 
 	Local  netip.AddrPort // this process's end of the connection
@@ -86,6 +87,14 @@ type Span struct {
 	// Profiled is set when the profiler took CPU samples while the span
 	// ran: its profile can be looked up by span id.
 	Profiled bool
+}
+
+// Scheme is the URL scheme the request was made with: https over TLS.
+func (s *Span) Scheme() string {
+	if s.TLS {
+		return "https"
+	}
+	return "http"
 }
 
 // Duration is End minus Start.

@@ -44,6 +44,10 @@ func Decode(raw []byte, ev *event.Event) error {
 		ParentID:   h.ParentId,
 		TraceFlags: h.TraceFlags,
 		Capture:    event.Capture(h.Capture),
+		TLS:        h.Tls != 0,
+	}
+	if ev.TLS {
+		ev.ConnID = event.TLSConn(ev.ConnID)
 	}
 	if n := int(min(h.N_more, uint8(len(h.MoreSpanIds)))); n > 0 {
 		ev.MoreSpanIDs = h.MoreSpanIds[:n]

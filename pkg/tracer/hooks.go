@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/features"
 
 	"github.com/weftdev/weft/pkg/kernel"
 )
@@ -42,6 +43,7 @@ const (
 	runtimeHooks
 	ioctlPackets
 	cgroupSelection
+	tlsCapture
 )
 
 func (f feature) enabled(opts Options) bool {
@@ -54,6 +56,8 @@ func (f feature) enabled(opts Options) bool {
 		return opts.IoctlPackets
 	case cgroupSelection:
 		return len(opts.Cgroups) > 0
+	case tlsCapture:
+		return opts.TLS
 	}
 	return true
 }
@@ -140,6 +144,13 @@ var hooks = []hook{
 	{prog: "weft_ngx_connect_peer_ret", paths: onEvery, feature: runtimeHooks},
 	{prog: "weft_node_announce", paths: onEvery, feature: runtimeHooks},
 	{prog: "weft_libc_announce", paths: onEvery, feature: runtimeHooks},
+
+	// TLS libraries' uprobes, per process.
+	// One of the two forms is loaded (dropTLSVariant).
+	{prog: "weft_ssl_enter", paths: onEvery, feature: tlsCapture},
+	{prog: "weft_ssl_ret", paths: onEvery, feature: tlsCapture},
+	{prog: "weft_ssl_enter_multi", paths: onEvery, feature: tlsCapture},
+	{prog: "weft_ssl_ret_multi", paths: onEvery, feature: tlsCapture},
 }
 
 // hookIndex finds a program's declaration.
@@ -201,6 +212,52 @@ type runtimePrograms struct {
 	NgxConnectPeerRet  *ebpf.Program `ebpf:"weft_ngx_connect_peer_ret"`
 	NodeAnnounce       *ebpf.Program `ebpf:"weft_node_announce"`
 	LibcAnnounce       *ebpf.Program `ebpf:"weft_libc_announce"`
+}
+
+// tlsPrograms are the TLS libraries' uprobes, attached per process,
+// loaded with Options.TLS.
+type tlsPrograms struct {
+	Enter      *ebpf.Program `ebpf:"weft_ssl_enter"`
+	Ret        *ebpf.Program `ebpf:"weft_ssl_ret"`
+	EnterMulti *ebpf.Program `ebpf:"weft_ssl_enter_multi"`
+	RetMulti   *ebpf.Program `ebpf:"weft_ssl_ret_multi"`
+}
+
+func (p *tlsPrograms) Close() error {
+	return closeAll(p.Enter, p.Ret, p.EnterMulti, p.RetMulti)
+}
+
+// assign takes from coll the form of the TLS probes that was loaded.
+func (p *tlsPrograms) assign(coll *ebpf.Collection) error {
+	if _, ok := coll.Programs["weft_ssl_enter_multi"]; ok {
+		var m struct {
+			Enter *ebpf.Program `ebpf:"weft_ssl_enter_multi"`
+			Ret   *ebpf.Program `ebpf:"weft_ssl_ret_multi"`
+		}
+		err := coll.Assign(&m)
+		p.EnterMulti, p.RetMulti = m.Enter, m.Ret
+		return err
+	}
+	var u struct {
+		Enter *ebpf.Program `ebpf:"weft_ssl_enter"`
+		Ret   *ebpf.Program `ebpf:"weft_ssl_ret"`
+	}
+	err := coll.Assign(&u)
+	p.Enter, p.Ret = u.Enter, u.Ret
+	return err
+}
+
+// dropTLSVariant keeps the form of the TLS probes this kernel can attach:
+// uprobe_multi links (Linux 6.6+), whose removal is cheap, else
+// perf-event uprobes.
+func dropTLSVariant(spec *ebpf.CollectionSpec) {
+	if features.HaveBPFLinkUprobeMulti() == nil {
+		delete(spec.Programs, "weft_ssl_enter")
+		delete(spec.Programs, "weft_ssl_ret")
+	} else {
+		delete(spec.Programs, "weft_ssl_enter_multi")
+		delete(spec.Programs, "weft_ssl_ret_multi")
+	}
 }
 
 func (o *objects) Close() error {

@@ -32,9 +32,12 @@ type kprobeConnKey struct {
 }
 
 type kprobeEventBuf struct {
-	_    structs.HostLayout
-	Hdr  kprobeEventHeader
-	Data [12288]uint8
+	_         structs.HostLayout
+	Hdr       kprobeEventHeader
+	Data      [12288]uint8
+	TlsLink   kprobeSpanCtx
+	TlsLinked uint32
+	Pad       uint32
 }
 
 type kprobeEventHeader struct {
@@ -56,7 +59,7 @@ type kprobeEventHeader struct {
 	CtxKind     uint8
 	TraceFlags  uint8
 	Capture     uint8
-	Pad         uint8
+	Tls         uint8
 	TraceId     [16]uint8
 	SpanId      [8]uint8
 	ParentId    [8]uint8
@@ -208,6 +211,34 @@ type kprobeThreadLink struct {
 	SinceNs uint64
 }
 
+type kprobeTlsCall struct {
+	_    structs.HostLayout
+	Conn uint64
+	Buf  uint64
+	Done uint64
+	Sock uint64
+	Dir  uint8
+	Pad  [7]uint8
+}
+
+type kprobeTlsConnKey struct {
+	_    structs.HostLayout
+	Conn uint64
+	Tgid uint32
+	Pad  uint32
+}
+
+type kprobeTlsLink struct {
+	_         structs.HostLayout
+	Cs        kprobeClientSpan
+	Sock      uint64
+	Writer    uint64
+	Reported  uint8
+	Consumed  uint8
+	Ambiguous uint8
+	Pad       [5]uint8
+}
+
 type kprobeTracesCtx struct {
 	_       structs.HostLayout
 	TraceId [16]uint8
@@ -256,6 +287,9 @@ const (
 	kprobeMapThreadKey               = "thread_key"
 	kprobeMapThreadParent            = "thread_parent"
 	kprobeMapThreadSlot              = "thread_slot"
+	kprobeMapTlsCalls                = "tls_calls"
+	kprobeMapTlsLinks                = "tls_links"
+	kprobeMapTlsSocks                = "tls_socks"
 	kprobeMapTracesCtxV1             = "traces_ctx_v1"
 	kprobeMapTrackedSocks            = "tracked_socks"
 	kprobeProgWeftCgroupMove         = "weft_cgroup_move"
@@ -279,6 +313,10 @@ const (
 	kprobeProgWeftSockState          = "weft_sock_state"
 	kprobeProgWeftSockops            = "weft_sockops"
 	kprobeProgWeftSockopsAny         = "weft_sockops_any"
+	kprobeProgWeftSslEnter           = "weft_ssl_enter"
+	kprobeProgWeftSslEnterMulti      = "weft_ssl_enter_multi"
+	kprobeProgWeftSslRet             = "weft_ssl_ret"
+	kprobeProgWeftSslRetMulti        = "weft_ssl_ret_multi"
 	kprobeProgWeftSysIoctl           = "weft_sys_ioctl"
 	kprobeProgWeftTcpBpfSendmsg      = "weft_tcp_bpf_sendmsg"
 	kprobeProgWeftTcpBpfSendmsgRet   = "weft_tcp_bpf_sendmsg_ret"
@@ -369,6 +407,10 @@ type kprobeProgramSpecs struct {
 	WeftSockState          *ebpf.ProgramSpec `ebpf:"weft_sock_state"`
 	WeftSockops            *ebpf.ProgramSpec `ebpf:"weft_sockops"`
 	WeftSockopsAny         *ebpf.ProgramSpec `ebpf:"weft_sockops_any"`
+	WeftSslEnter           *ebpf.ProgramSpec `ebpf:"weft_ssl_enter"`
+	WeftSslEnterMulti      *ebpf.ProgramSpec `ebpf:"weft_ssl_enter_multi"`
+	WeftSslRet             *ebpf.ProgramSpec `ebpf:"weft_ssl_ret"`
+	WeftSslRetMulti        *ebpf.ProgramSpec `ebpf:"weft_ssl_ret_multi"`
 	WeftSysIoctl           *ebpf.ProgramSpec `ebpf:"weft_sys_ioctl"`
 	WeftTcpBpfSendmsg      *ebpf.ProgramSpec `ebpf:"weft_tcp_bpf_sendmsg"`
 	WeftTcpBpfSendmsgRet   *ebpf.ProgramSpec `ebpf:"weft_tcp_bpf_sendmsg_ret"`
@@ -420,6 +462,9 @@ type kprobeMapSpecs struct {
 	ThreadKey       *ebpf.MapSpec `ebpf:"thread_key"`
 	ThreadParent    *ebpf.MapSpec `ebpf:"thread_parent"`
 	ThreadSlot      *ebpf.MapSpec `ebpf:"thread_slot"`
+	TlsCalls        *ebpf.MapSpec `ebpf:"tls_calls"`
+	TlsLinks        *ebpf.MapSpec `ebpf:"tls_links"`
+	TlsSocks        *ebpf.MapSpec `ebpf:"tls_socks"`
 	TracesCtxV1     *ebpf.MapSpec `ebpf:"traces_ctx_v1"`
 	TrackedSocks    *ebpf.MapSpec `ebpf:"tracked_socks"`
 }
@@ -506,6 +551,9 @@ type kprobeMaps struct {
 	ThreadKey       *ebpf.Map `ebpf:"thread_key"`
 	ThreadParent    *ebpf.Map `ebpf:"thread_parent"`
 	ThreadSlot      *ebpf.Map `ebpf:"thread_slot"`
+	TlsCalls        *ebpf.Map `ebpf:"tls_calls"`
+	TlsLinks        *ebpf.Map `ebpf:"tls_links"`
+	TlsSocks        *ebpf.Map `ebpf:"tls_socks"`
 	TracesCtxV1     *ebpf.Map `ebpf:"traces_ctx_v1"`
 	TrackedSocks    *ebpf.Map `ebpf:"tracked_socks"`
 }
@@ -550,6 +598,9 @@ func (m *kprobeMaps) Close() error {
 		m.ThreadKey,
 		m.ThreadParent,
 		m.ThreadSlot,
+		m.TlsCalls,
+		m.TlsLinks,
+		m.TlsSocks,
 		m.TracesCtxV1,
 		m.TrackedSocks,
 	)
@@ -604,6 +655,10 @@ type kprobePrograms struct {
 	WeftSockState          *ebpf.Program `ebpf:"weft_sock_state"`
 	WeftSockops            *ebpf.Program `ebpf:"weft_sockops"`
 	WeftSockopsAny         *ebpf.Program `ebpf:"weft_sockops_any"`
+	WeftSslEnter           *ebpf.Program `ebpf:"weft_ssl_enter"`
+	WeftSslEnterMulti      *ebpf.Program `ebpf:"weft_ssl_enter_multi"`
+	WeftSslRet             *ebpf.Program `ebpf:"weft_ssl_ret"`
+	WeftSslRetMulti        *ebpf.Program `ebpf:"weft_ssl_ret_multi"`
 	WeftSysIoctl           *ebpf.Program `ebpf:"weft_sys_ioctl"`
 	WeftTcpBpfSendmsg      *ebpf.Program `ebpf:"weft_tcp_bpf_sendmsg"`
 	WeftTcpBpfSendmsgRet   *ebpf.Program `ebpf:"weft_tcp_bpf_sendmsg_ret"`
@@ -636,6 +691,10 @@ func (p *kprobePrograms) Close() error {
 		p.WeftSockState,
 		p.WeftSockops,
 		p.WeftSockopsAny,
+		p.WeftSslEnter,
+		p.WeftSslEnterMulti,
+		p.WeftSslRet,
+		p.WeftSslRetMulti,
 		p.WeftSysIoctl,
 		p.WeftTcpBpfSendmsg,
 		p.WeftTcpBpfSendmsgRet,

@@ -15,7 +15,7 @@ func TestLoadAllPaths(t *testing.T) {
 	testenv.RequirePrivileged(t)
 	for _, p := range kernel.Paths {
 		for _, capture := range []int{256, MaxCapture} {
-			coll, err := Load(Options{Path: p, CaptureBytes: capture, SelfPID: uint32(os.Getpid()), Propagation: true, RuntimeHooks: true, IoctlPackets: true})
+			coll, err := Load(Options{Path: p, CaptureBytes: capture, SelfPID: uint32(os.Getpid()), Propagation: true, RuntimeHooks: true, IoctlPackets: true, TLS: true})
 			if err != nil {
 				t.Fatalf("%s capture=%d: %v", p, capture, err)
 			}
@@ -29,13 +29,13 @@ func TestLoadAllPaths(t *testing.T) {
 
 // A feature left off loads none of its programs, and a program of
 // another path is never loaded: with propagation, runtime hooks, ioctl
-// packets and cgroup selection off, no sockops, sk_msg, uprobe, ioctl or
+// packets, TLS and cgroup selection off, no sockops, sk_msg, uprobe, ioctl or
 // cgroup-move program is in the kernel, and everything else the path
 // declares is.
 func TestLoadOnlyEnabled(t *testing.T) {
 	testenv.RequirePrivileged(t)
 	for _, p := range kernel.Paths {
-		all, err := Load(Options{Path: p, CaptureBytes: 256, SelfPID: uint32(os.Getpid()), Propagation: true, RuntimeHooks: true, IoctlPackets: true,
+		all, err := Load(Options{Path: p, CaptureBytes: 256, SelfPID: uint32(os.Getpid()), Propagation: true, RuntimeHooks: true, IoctlPackets: true, TLS: true,
 			Cgroups: []Cgroup{{ID: 1, Level: 0}}})
 		if err != nil {
 			t.Fatal(err)
@@ -46,8 +46,8 @@ func TestLoadOnlyEnabled(t *testing.T) {
 		}
 		dropped := 0
 		for _, h := range hooks {
-			if h.prog == "weft_sockops_any" || h.prog == "weft_sockops" {
-				continue // one of the two, by the kernel (dropSockopsVariant)
+			if h.prog == "weft_sockops_any" || h.prog == "weft_sockops" || strings.HasPrefix(h.prog, "weft_ssl_") {
+				continue // one of the two, by the kernel (dropSockopsVariant, dropTLSVariant)
 			}
 			_, inAll := all.Programs[h.prog]
 			_, inLean := lean.Programs[h.prog]

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/cilium/ebpf/link"
@@ -28,19 +29,24 @@ func IsNode(pid int) bool { return isNode("/proc/" + strconv.Itoa(pid) + "/exe")
 func isNode(path string) bool { return linksOrDefines(path, libnodeName, nodeStart) }
 
 // definesFunc reports whether the ELF file at path defines fn.
-func definesFunc(path, fn string) bool {
+func definesFunc(path, fn string) bool { return definedFuncs(path, fn)[fn] }
+
+// definedFuncs says which of fns the ELF file at path defines (and
+// exports: its dynamic symbols).
+func definedFuncs(path string, fns ...string) map[string]bool {
+	out := map[string]bool{}
 	f, err := elf.Open(path)
 	if err != nil {
-		return false
+		return out
 	}
 	defer f.Close()
 	syms, _ := f.DynamicSymbols()
 	for _, s := range syms {
-		if s.Name == fn && elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
-			return true
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 && slices.Contains(fns, s.Name) {
+			out[s.Name] = true
 		}
 	}
-	return false
+	return out
 }
 
 // nodeAnnounceFile is the file of process pid that holds uv_fs_access: its

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"strconv"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -110,8 +111,8 @@ func Classify(pid int) (Correlation, *hookPlan) {
 	}
 }
 
-// hookLinks are one process's uprobes on its runtime.
-type hookLinks []link.Link
+// hookLinks are one process's uprobes (links, or sets of them).
+type hookLinks []io.Closer
 
 func (h hookLinks) Close() error {
 	var errs []error
@@ -119,6 +120,18 @@ func (h hookLinks) Close() error {
 		errs = append(errs, l.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// detach closes a gone process's hooks off the event loop: removing a
+// uprobe waits for a grace period (tens of milliseconds per link), and a
+// host starting short-lived processes must not stall the ring buffer's
+// reader. Close waits for them.
+func (t *Tracer) detach(c io.Closer) {
+	t.detaching.Go(func() {
+		if err := c.Close(); err != nil {
+			t.log.Debug("detach a gone process's hooks", "err", err)
+		}
+	})
 }
 
 // attachGo puts the goroutine hooks on process pid only (a uprobe with a
@@ -197,6 +210,9 @@ func (t *Tracer) setupRuntime(pid uint32) Correlation {
 			t.rtHooks[pid] = h
 		}
 	}
+	if (t.tls.Ret != nil || t.tls.RetMulti != nil) && c.Mode != ModeGo && c.Mode != ModeRefuse {
+		c.Reason += t.attachTLS(pid)
+	}
 	var cur tpProcInfo
 	if err := t.objs.ProcMode.Lookup(pid, &cur); err == nil && Mode(cur.Mode) == ModeAgent {
 		// It speaks the mount protocol: the ids its agent mounts rule.
@@ -214,6 +230,26 @@ func (t *Tracer) setupRuntime(pid uint32) Correlation {
 	return c
 }
 
+// attachTLS puts the TLS probes on process pid, next to its runtime
+// hooks, and says what for the correlation's reason. (Go programs use
+// crypto/tls, not OpenSSL.)
+func (t *Tracer) attachTLS(pid uint32) string {
+	h := t.tlsHooks[pid]
+	if h == nil {
+		h = &tlsHooks{files: map[fileID]string{}}
+		t.tlsHooks[pid] = h
+	}
+	libs, err := attachOpenSSL(&t.tls, int(pid), h)
+	switch {
+	case err != nil:
+		t.log.Warn("TLS hooks failed to attach: its HTTPS is not followed", "pid", pid, "err", err)
+		return fmt.Sprintf("; TLS hooks failed to attach: %v", err)
+	case len(libs) == 0:
+		return "; no OpenSSL found"
+	}
+	return "; TLS: OpenSSL in " + strings.Join(libs, ", ")
+}
+
 // EnsureClassified classifies a traced process the kernel side knows no
 // mode of (selected by "every process", or forked before it exec'd).
 func (t *Tracer) EnsureClassified(pid uint32) {
@@ -225,21 +261,34 @@ func (t *Tracer) EnsureClassified(pid uint32) {
 }
 
 // ProcessExeced re-classifies a traced process that runs a new program
-// (the kernel side dropped its mode at exec).
+// (the kernel side dropped its mode at exec). Its TLS hooks stay: a
+// pid's uprobes trap in whatever program it runs, from the new program's
+// first mapping of the library on, before weft hears of the exec.
 func (t *Tracer) ProcessExeced(pid uint32) {
-	t.ProcessGone(pid)
+	t.releaseRuntime(pid)
 	var v uint32
 	if err := t.objs.PidFilter.Lookup(pid, &v); err == nil && (v == pidTraced || v == pidTracedByCgroup) {
 		t.setupRuntime(pid)
 	}
 }
 
-// ProcessGone releases what a process that exited (or exec'd) held.
+// ProcessGone releases what a process that exited held.
 func (t *Tracer) ProcessGone(pid uint32) {
+	t.releaseRuntime(pid)
+	t.rtMu.Lock()
+	defer t.rtMu.Unlock()
+	if h := t.tlsHooks[pid]; h != nil {
+		t.detach(h.links)
+		delete(t.tlsHooks, pid)
+	}
+}
+
+// releaseRuntime drops a process's runtime hooks and correlation.
+func (t *Tracer) releaseRuntime(pid uint32) {
 	t.rtMu.Lock()
 	defer t.rtMu.Unlock()
 	if h := t.rtHooks[pid]; h != nil {
-		h.Close()
+		t.detach(h)
 		delete(t.rtHooks, pid)
 	}
 	delete(t.corrs, pid)

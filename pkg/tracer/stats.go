@@ -36,6 +36,12 @@ type Stats struct {
 	// H2Cut: HTTP/2 connections whose copy lost the framing (a call with
 	// more header bytes than an event holds).
 	H2Cut uint64
+	// TLSNoSocket: TLS reads and writes whose socket no nested socket
+	// call showed (their plaintext is not reported).
+	TLSNoSocket uint64
+	// TLSLinkAmbiguous: TLS requests between two traced processes read
+	// while their client had sent another: not linked to a client span.
+	TLSLinkAmbiguous uint64
 }
 
 // Lost is the number of events the kernel could not deliver (stack
@@ -83,6 +89,8 @@ func (t *Tracer) Stats() (Stats, error) {
 		{tpWeftStatWEFT_STAT_CALL_UNREADABLE, &s.CallUnreadable},
 		{tpWeftStatWEFT_STAT_H2TABLE_FULL, &s.H2TableFull},
 		{tpWeftStatWEFT_STAT_H2CUT, &s.H2Cut},
+		{tpWeftStatWEFT_STAT_TLS_NO_SOCK, &s.TLSNoSocket},
+		{tpWeftStatWEFT_STAT_TLS_LINK_AMBIGUOUS, &s.TLSLinkAmbiguous},
 	} {
 		if *f.dst, err = sum(f.idx); err != nil {
 			return s, err

@@ -32,9 +32,12 @@ type tpConnKey struct {
 }
 
 type tpEventBuf struct {
-	_    structs.HostLayout
-	Hdr  tpEventHeader
-	Data [12288]uint8
+	_         structs.HostLayout
+	Hdr       tpEventHeader
+	Data      [12288]uint8
+	TlsLink   tpSpanCtx
+	TlsLinked uint32
+	Pad       uint32
 }
 
 type tpEventHeader struct {
@@ -56,7 +59,7 @@ type tpEventHeader struct {
 	CtxKind     uint8
 	TraceFlags  uint8
 	Capture     uint8
-	Pad         uint8
+	Tls         uint8
 	TraceId     [16]uint8
 	SpanId      [8]uint8
 	ParentId    [8]uint8
@@ -210,6 +213,34 @@ type tpThreadLink struct {
 	SinceNs uint64
 }
 
+type tpTlsCall struct {
+	_    structs.HostLayout
+	Conn uint64
+	Buf  uint64
+	Done uint64
+	Sock uint64
+	Dir  uint8
+	Pad  [7]uint8
+}
+
+type tpTlsConnKey struct {
+	_    structs.HostLayout
+	Conn uint64
+	Tgid uint32
+	Pad  uint32
+}
+
+type tpTlsLink struct {
+	_         structs.HostLayout
+	Cs        tpClientSpan
+	Sock      uint64
+	Writer    uint64
+	Reported  uint8
+	Consumed  uint8
+	Ambiguous uint8
+	Pad       [5]uint8
+}
+
 type tpTracesCtx struct {
 	_       structs.HostLayout
 	TraceId [16]uint8
@@ -285,7 +316,9 @@ const (
 	tpWeftStatWEFT_STAT_CALL_UNREADABLE    tpWeftStat = 18
 	tpWeftStatWEFT_STAT_H2TABLE_FULL       tpWeftStat = 19
 	tpWeftStatWEFT_STAT_H2CUT              tpWeftStat = 20
-	tpWeftStatWEFT_STAT_MAX                tpWeftStat = 21
+	tpWeftStatWEFT_STAT_TLS_NO_SOCK        tpWeftStat = 21
+	tpWeftStatWEFT_STAT_TLS_LINK_AMBIGUOUS tpWeftStat = 22
+	tpWeftStatWEFT_STAT_MAX                tpWeftStat = 23
 )
 
 // Names of all BPF objects in the ELF.
@@ -328,6 +361,9 @@ const (
 	tpMapThreadKey               = "thread_key"
 	tpMapThreadParent            = "thread_parent"
 	tpMapThreadSlot              = "thread_slot"
+	tpMapTlsCalls                = "tls_calls"
+	tpMapTlsLinks                = "tls_links"
+	tpMapTlsSocks                = "tls_socks"
 	tpMapTracesCtxV1             = "traces_ctx_v1"
 	tpMapTrackedSocks            = "tracked_socks"
 	tpProgWeftCgroupMove         = "weft_cgroup_move"
@@ -373,6 +409,10 @@ const (
 	tpProgWeftSockState          = "weft_sock_state"
 	tpProgWeftSockops            = "weft_sockops"
 	tpProgWeftSockopsAny         = "weft_sockops_any"
+	tpProgWeftSslEnter           = "weft_ssl_enter"
+	tpProgWeftSslEnterMulti      = "weft_ssl_enter_multi"
+	tpProgWeftSslRet             = "weft_ssl_ret"
+	tpProgWeftSslRetMulti        = "weft_ssl_ret_multi"
 	tpVarCaptureMax              = "capture_max"
 	tpVarCgroupLevels            = "cgroup_levels"
 	tpVarNoteAllSenders          = "note_all_senders"
@@ -478,6 +518,10 @@ type tpProgramSpecs struct {
 	WeftSockState          *ebpf.ProgramSpec `ebpf:"weft_sock_state"`
 	WeftSockops            *ebpf.ProgramSpec `ebpf:"weft_sockops"`
 	WeftSockopsAny         *ebpf.ProgramSpec `ebpf:"weft_sockops_any"`
+	WeftSslEnter           *ebpf.ProgramSpec `ebpf:"weft_ssl_enter"`
+	WeftSslEnterMulti      *ebpf.ProgramSpec `ebpf:"weft_ssl_enter_multi"`
+	WeftSslRet             *ebpf.ProgramSpec `ebpf:"weft_ssl_ret"`
+	WeftSslRetMulti        *ebpf.ProgramSpec `ebpf:"weft_ssl_ret_multi"`
 }
 
 // tpMapSpecs contains maps before they are loaded into the kernel.
@@ -520,6 +564,9 @@ type tpMapSpecs struct {
 	ThreadKey      *ebpf.MapSpec `ebpf:"thread_key"`
 	ThreadParent   *ebpf.MapSpec `ebpf:"thread_parent"`
 	ThreadSlot     *ebpf.MapSpec `ebpf:"thread_slot"`
+	TlsCalls       *ebpf.MapSpec `ebpf:"tls_calls"`
+	TlsLinks       *ebpf.MapSpec `ebpf:"tls_links"`
+	TlsSocks       *ebpf.MapSpec `ebpf:"tls_socks"`
 	TracesCtxV1    *ebpf.MapSpec `ebpf:"traces_ctx_v1"`
 	TrackedSocks   *ebpf.MapSpec `ebpf:"tracked_socks"`
 }
@@ -604,6 +651,9 @@ type tpMaps struct {
 	ThreadKey      *ebpf.Map `ebpf:"thread_key"`
 	ThreadParent   *ebpf.Map `ebpf:"thread_parent"`
 	ThreadSlot     *ebpf.Map `ebpf:"thread_slot"`
+	TlsCalls       *ebpf.Map `ebpf:"tls_calls"`
+	TlsLinks       *ebpf.Map `ebpf:"tls_links"`
+	TlsSocks       *ebpf.Map `ebpf:"tls_socks"`
 	TracesCtxV1    *ebpf.Map `ebpf:"traces_ctx_v1"`
 	TrackedSocks   *ebpf.Map `ebpf:"tracked_socks"`
 }
@@ -646,6 +696,9 @@ func (m *tpMaps) Close() error {
 		m.ThreadKey,
 		m.ThreadParent,
 		m.ThreadSlot,
+		m.TlsCalls,
+		m.TlsLinks,
+		m.TlsSocks,
 		m.TracesCtxV1,
 		m.TrackedSocks,
 	)
@@ -722,6 +775,10 @@ type tpPrograms struct {
 	WeftSockState          *ebpf.Program `ebpf:"weft_sock_state"`
 	WeftSockops            *ebpf.Program `ebpf:"weft_sockops"`
 	WeftSockopsAny         *ebpf.Program `ebpf:"weft_sockops_any"`
+	WeftSslEnter           *ebpf.Program `ebpf:"weft_ssl_enter"`
+	WeftSslEnterMulti      *ebpf.Program `ebpf:"weft_ssl_enter_multi"`
+	WeftSslRet             *ebpf.Program `ebpf:"weft_ssl_ret"`
+	WeftSslRetMulti        *ebpf.Program `ebpf:"weft_ssl_ret_multi"`
 }
 
 func (p *tpPrograms) Close() error {
@@ -769,6 +826,10 @@ func (p *tpPrograms) Close() error {
 		p.WeftSockState,
 		p.WeftSockops,
 		p.WeftSockopsAny,
+		p.WeftSslEnter,
+		p.WeftSslEnterMulti,
+		p.WeftSslRet,
+		p.WeftSslRetMulti,
 	)
 }
 

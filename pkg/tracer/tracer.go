@@ -46,6 +46,9 @@ type Options struct {
 	// sys_enter_ioctl tracepoint, which slows every task's system calls
 	// on the host. weft's own agent reaches the socket path without it.
 	IoctlPackets bool
+	// TLS attaches uprobes to traced processes' TLS library (OpenSSL), so
+	// that HTTPS is seen in clear (openssl.go).
+	TLS bool
 	// Cgroups are selected cgroups: every process in one of them or below
 	// is traced, decided in the kernel from its first call.
 	Cgroups []Cgroup
@@ -84,6 +87,7 @@ type Tracer struct {
 	coll   *ebpf.Collection
 	objs   objects
 	rt     runtimePrograms // with hooks on
+	tls    tlsPrograms     // with TLS on
 	links  []io.Closer
 	reader *ringReader
 	rec    ringbuf.Record
@@ -100,6 +104,10 @@ type Tracer struct {
 	rtMu    sync.Mutex
 	corrs   map[uint32]Correlation // per traced process: how it is followed
 	rtHooks map[uint32]io.Closer   // per process: its runtime's uprobes
+	// per process: its TLS libraries' uprobes, kept across exec
+	tlsHooks map[uint32]*tlsHooks
+	// detaching: hooks of gone processes being removed (detach)
+	detaching sync.WaitGroup
 }
 
 // Spec returns the collection spec of a path, with nothing loaded.
@@ -169,6 +177,7 @@ func load(opts Options, replace map[string]*ebpf.Map) (*ebpf.Collection, *ebpf.C
 	}
 	socks.MaxEntries = size
 	dropSockopsVariant(spec)
+	dropTLSVariant(spec)
 	if err := dropDisabled(spec, opts); err != nil {
 		return nil, nil, fmt.Errorf("load %s programs: %w", opts.Path, err)
 	}
@@ -204,7 +213,8 @@ func Open(opts Options) (*Tracer, error) {
 		return nil, err
 	}
 	t := &Tracer{path: opts.Path, coll: coll, inject: opts.Propagation, hooks: opts.RuntimeHooks,
-		log: slog.With("component", "tracer"), corrs: map[uint32]Correlation{}, rtHooks: map[uint32]io.Closer{}}
+		log: slog.With("component", "tracer"), corrs: map[uint32]Correlation{}, rtHooks: map[uint32]io.Closer{},
+		tlsHooks: map[uint32]*tlsHooks{}}
 	if err := coll.Assign(&t.objs); err != nil {
 		t.Close()
 		return nil, fmt.Errorf("%s objects: %w", opts.Path, err)
@@ -213,6 +223,12 @@ func Open(opts Options) (*Tracer, error) {
 		if err := coll.Assign(&t.rt); err != nil {
 			t.Close()
 			return nil, fmt.Errorf("%s runtime hooks: %w", opts.Path, err)
+		}
+	}
+	if opts.TLS {
+		if err := t.tls.assign(coll); err != nil {
+			t.Close()
+			return nil, fmt.Errorf("%s TLS hooks: %w", opts.Path, err)
 		}
 	}
 	for _, cg := range opts.Cgroups {
@@ -360,13 +376,17 @@ func (t *Tracer) Close() error {
 	for _, h := range t.rtHooks {
 		errs = append(errs, h.Close())
 	}
+	for _, h := range t.tlsHooks {
+		errs = append(errs, h.links.Close())
+	}
 	t.rtMu.Unlock()
+	t.detaching.Wait()
 	if t.pinned != "" {
 		if err := t.objs.TracesCtx.Unpin(); err != nil {
 			errs = append(errs, fmt.Errorf("unpin %s: %w", t.pinned, err))
 		}
 	}
-	errs = append(errs, t.objs.Close(), t.rt.Close())
+	errs = append(errs, t.objs.Close(), t.rt.Close(), t.tls.Close())
 	t.coll.Close()
 	return errors.Join(errs...)
 }

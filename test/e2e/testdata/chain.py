@@ -2,12 +2,14 @@
 
 GET /call calls the downstream URL from the handling thread, GET /spawn
 from a thread the handling thread creates, and both answer with the status
-they got; any other path answers 200. Prints its port.
+they got; GET /slow/N waits N % 10 ms; any other path answers 200. Prints
+its port.
 """
 import http.server
 import os
 import sys
 import threading
+import time
 import urllib.request
 
 # Tests that check what weft injected read every request's traceparent.
@@ -32,6 +34,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             helper.start()
             helper.join()
             body = result[0] if result else b"helper failed\n"
+        elif self.path.startswith("/slow/"):
+            time.sleep(int(self.path.split("/")[2]) % 10 / 1000)
         self.send_response(status)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()

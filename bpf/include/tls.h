@@ -1,0 +1,79 @@
+/* TLS in clear: a TLS library's read and write calls (openssl.h) report
+ * their plaintext; the socket calls nested in them, which move the
+ * ciphertext, report nothing and name the socket the plaintext belongs to.
+ *
+ * An entry probe notes the call per thread (tls_calls); a socket call of
+ * the same thread while it is open ties the library's connection object to
+ * the socket (tls_socks) and stays silent; the return probe copies the
+ * plaintext from the caller's buffer and emits it as the socket's data,
+ * flagged tls. A read the library answers from records it already holds
+ * moves no ciphertext: tls_socks still names its socket. Included by
+ * common.h before emit_data. */
+#ifndef WEFT_TLS_H
+#define WEFT_TLS_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include "weft.h"
+
+/* An open read or write call of a TLS library, per thread. */
+struct tls_call {
+	__u64 conn; /* the library's connection object (SSL *) */
+	__u64 buf;  /* the caller's plaintext buffer */
+	__u64 done; /* where an _ex variant stores the bytes it moved, else 0 */
+	__u64 sock; /* the socket a nested call moved ciphertext on, else 0 */
+	__u8 dir;   /* enum weft_direction, or TLS_NO_PLAINTEXT */
+	__u8 _pad[7];
+};
+
+/* A call that moves no plaintext (the handshake). */
+#define TLS_NO_PLAINTEXT 0xff
+
+/* An LRU: a call whose return never came (its thread killed) must not
+ * hold its slot for ever. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64); /* pid_tgid */
+	__type(value, struct tls_call);
+} tls_calls SEC(".maps");
+
+/* A library connection object of one process: the same address in two
+ * processes is two objects. */
+struct tls_conn_key {
+	__u64 conn;
+	__u32 tgid;
+	__u32 _pad;
+};
+
+/* The socket each TLS connection object was last seen moving ciphertext
+ * on. An LRU: objects are freed without a call weft sees, and a stale
+ * entry is corrected by the next nested call. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct tls_conn_key);
+	__type(value, __u64);
+} tls_socks SEC(".maps");
+
+/* The key user space and the kernel's skip table use for a socket's
+ * plaintext: socket addresses are aligned, so the low bit is free. */
+#define TLS_SOCK_KEY(sk) ((__u64)(sk) | 1)
+
+/* A socket call made inside an open TLS call of this thread: ties the
+ * call's connection object to the socket; true when it is so (its bytes
+ * are ciphertext, reported as the call's plaintext instead). */
+static __always_inline bool tls_nested(__u64 pid_tgid, __u64 sk)
+{
+	struct tls_call *c = bpf_map_lookup_elem(&tls_calls, &pid_tgid);
+	if (!c)
+		return false;
+	if (c->sock != sk) {
+		c->sock = sk;
+		struct tls_conn_key k = {.conn = c->conn, .tgid = pid_tgid >> 32};
+		bpf_map_update_elem(&tls_socks, &k, &sk, BPF_ANY);
+	}
+	return true;
+}
+
+#endif

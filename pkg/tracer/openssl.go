@@ -1,0 +1,179 @@
+package tracer
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/cilium/ebpf/link"
+)
+
+// OpenSSL's functions bpf/include/openssl.h probes, in the order of its
+// enum ssl_fn (their probes' cookies). The _ex variants came with 1.1.1;
+// a library without them is probed on the others. The handshake's nested
+// calls name the socket before the first write (tlslink.h).
+var sslFuncs = []string{"SSL_write", "SSL_write_ex", "SSL_read", "SSL_read_ex", "SSL_do_handshake"}
+
+const (
+	sslWrite  = "SSL_write"
+	libsslPfx = "libssl.so"
+)
+
+// sslRequired are the functions without which a library is not taken for
+// OpenSSL.
+var sslRequired = []string{"SSL_write", "SSL_read", "SSL_do_handshake"}
+
+// sslLibDirs are where a dynamic linker finds libssl: a process that has
+// not loaded it yet (one just exec'd, or Python before `import ssl`) will
+// take it from one of them. Seen through the process's root.
+var sslLibDirs = []string{
+	"/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib64", "/lib64",
+	"/usr/lib", "/lib", "/usr/local/lib", "/usr/local/lib64",
+}
+
+// fileID names a file by device and inode: uprobes are per file, however
+// many names lead to it.
+type fileID struct{ dev, ino uint64 }
+
+// tlsHooks are one process's TLS uprobes and the files they are on (as
+// the process names them).
+type tlsHooks struct {
+	files map[fileID]string
+	links hookLinks
+}
+
+// opensslFiles lists the files whose OpenSSL process pid runs or may run:
+// its executable when it defines SSL_write itself (a static build, as
+// Node.js's), the libssl it mapped, and every libssl.so.* of the usual
+// library directories.
+func opensslFiles(pid int) map[fileID]string {
+	proc := "/proc/" + strconv.Itoa(pid)
+	var paths []string
+	if definesFunc(proc+"/exe", sslWrite) {
+		paths = append(paths, proc+"/exe")
+	}
+	if p, err := mappedLib(pid, libsslPfx); err == nil {
+		paths = append(paths, p)
+	}
+	for _, dir := range sslLibDirs {
+		m, _ := filepath.Glob(proc + "/root" + dir + "/" + libsslPfx + ".*")
+		paths = append(paths, m...)
+	}
+	out := map[fileID]string{}
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			k := fileID{st.Dev, st.Ino}
+			if _, dup := out[k]; !dup {
+				out[k] = p
+			}
+		}
+	}
+	return out
+}
+
+// attachOpenSSL puts the TLS probes on every OpenSSL file process pid
+// runs or may run that h does not have yet, for that process only, and
+// returns every file h has, as the process names them (for the log and
+// `weft doctor`); none found is not an error.
+func attachOpenSSL(progs *tlsPrograms, pid int, h *tlsHooks) ([]string, error) {
+	for id, path := range opensslFiles(pid) {
+		if _, ok := h.files[id]; ok {
+			continue
+		}
+		has := definedFuncs(path, sslFuncs...)
+		var syms []string
+		var cookies []uint64
+		for i, fn := range sslFuncs {
+			if has[fn] {
+				syms = append(syms, fn)
+				cookies = append(cookies, uint64(i))
+			}
+		}
+		if !sslAll(has) {
+			h.files[id] = "" // another library of that name: not OpenSSL's
+			continue
+		}
+		ex, err := link.OpenExecutable(path)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
+		l, err := progs.attach(ex, pid, syms, cookies)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		h.links = append(h.links, l...)
+		h.files[id] = displayName(path, pid)
+	}
+	var names []string
+	for _, n := range h.files {
+		if n != "" {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+func sslAll(has map[string]bool) bool {
+	for _, fn := range sslRequired {
+		if !has[fn] {
+			return false
+		}
+	}
+	return true
+}
+
+// attach probes the entries and returns of syms in one file: with two
+// uprobe_multi links where the kernel has them, else a uprobe and a
+// uretprobe per function. Each entry's cookie says which function it is.
+func (p *tlsPrograms) attach(ex *link.Executable, pid int, syms []string, cookies []uint64) (hookLinks, error) {
+	if p.EnterMulti != nil {
+		opts := &link.UprobeMultiOptions{PID: uint32(pid), Cookies: cookies}
+		in, err := ex.UprobeMulti(syms, p.EnterMulti, opts)
+		if err != nil {
+			return nil, fmt.Errorf("uprobe_multi %v: %w", syms, err)
+		}
+		out, err := ex.UretprobeMulti(syms, p.RetMulti, opts)
+		if err != nil {
+			in.Close()
+			return nil, fmt.Errorf("uretprobe_multi %v: %w", syms, err)
+		}
+		return hookLinks{in, out}, nil
+	}
+	var hooks hookLinks
+	for i, sym := range syms {
+		opts := &link.UprobeOptions{PID: pid, Cookie: cookies[i]}
+		in, err := ex.Uprobe(sym, p.Enter, opts)
+		if err != nil {
+			hooks.Close()
+			return nil, fmt.Errorf("uprobe %s: %w", sym, err)
+		}
+		out, err := ex.Uretprobe(sym, p.Ret, opts)
+		if err != nil {
+			in.Close()
+			hooks.Close()
+			return nil, fmt.Errorf("uretprobe %s: %w", sym, err)
+		}
+		hooks = append(hooks, in, out)
+	}
+	return hooks, nil
+}
+
+// displayName is a probed file's path as the process sees it.
+func displayName(path string, pid int) string {
+	proc := "/proc/" + strconv.Itoa(pid)
+	if path == proc+"/exe" {
+		if exe, err := os.Readlink(path); err == nil {
+			return exe
+		}
+	}
+	return strings.TrimPrefix(path, proc+"/root")
+}

@@ -1,0 +1,255 @@
+package e2e
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
+	"github.com/weftdev/weft/pkg/export/otlptest"
+)
+
+// selfSignedCert writes a certificate for 127.0.0.1 and localhost and its
+// key into dir, as cert.pem and key.pem.
+func selfSignedCert(t *testing.T, dir string) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "localhost"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		DNSNames:     []string{"localhost"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}
+
+// nginxTLSConf serves HTTPS (with " http2": HTTP/2 too, by ALPN) and
+// proxies /req/N to the backend's /slow/N (which waits N % 10 ms) over a
+// fresh plaintext connection per request.
+const nginxTLSConf = `daemon off;
+master_process on;
+worker_processes 2;
+pid %[1]s/nginx.pid;
+error_log stderr warn;
+events { worker_connections 1024; }
+http {
+	access_log off;
+	client_body_temp_path %[1]s/body;
+	proxy_temp_path %[1]s/proxy;
+	fastcgi_temp_path %[1]s/fastcgi;
+	uwsgi_temp_path %[1]s/uwsgi;
+	scgi_temp_path %[1]s/scgi;
+	upstream backend { server %[2]s; }
+	server {
+		listen 127.0.0.1:%[3]d ssl%[6]s reuseport;
+		ssl_certificate %[4]s;
+		ssl_certificate_key %[5]s;
+		location /req/ { proxy_pass http://backend/slow/; }
+	}
+}
+`
+
+// startNginxTLS runs nginx with two workers serving HTTPS in front of
+// backend, and returns the master, the worker pids and the address.
+func startNginxTLS(t *testing.T, backend, listenOpts string) (*proc, []int, string) {
+	t.Helper()
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		bin = "/usr/sbin/nginx"
+	}
+	dir := t.TempDir()
+	cert, key := selfSignedCert(t, dir)
+	port := freePort(t)
+	conf := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf(nginxTLSConf, dir, backend, port, cert, key, listenOpts)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, bin, "-c", conf, "-e", "stderr")
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		kids := childPIDs(p.Pid())
+		if c, err := dialTCP(port); err == nil && len(kids) == 2 {
+			c.Close()
+			return p, kids, fmt.Sprintf("127.0.0.1:%d", port)
+		}
+		if !p.Alive() {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("nginx did not come up with 2 workers:\n%s", p.Output())
+	return nil, nil, ""
+}
+
+// curl over HTTPS, 16 transfers at a time on kept-alive connections, to
+// nginx terminating TLS, proxying to a Python backend whose handlers
+// wait. weft sees curl's and nginx's plaintext through OpenSSL's uprobes.
+// Over HTTP/1.1 every request is one trace of four spans, each the child
+// of the one before: weft links curl's client span to nginx's server span
+// across the TLS connection, which carries no traceparent (tlslink.h).
+// Over HTTP/2 (ALPN) each stream gets its spans, made in user space as on
+// h2c: curl's and nginx's are roots (split, never wrong), and nginx's
+// call to the backend starts the backend's trace.
+func TestTLSNginxChain(t *testing.T) {
+	setup(t)
+	for _, c := range []struct{ name, curlFlag, listen, proto string }{
+		{"http1.1", "--http1.1", "", "1.1"},
+		{"http2", "--http2", " http2", "2"},
+	} {
+		t.Run(c.name, func(t *testing.T) { tlsNginxChain(t, c.curlFlag, c.listen, c.proto) })
+	}
+}
+
+func tlsNginxChain(t *testing.T, curlFlag, listenOpts, proto string) {
+	const n = 300
+	rcv := otlptest.Start(t)
+	backend, backAddr := startListener(t, exec.Command("python3", filepath.Join(repoRoot(), "test", "e2e", "testdata", "chain.py")))
+	master, kids, addr := startNginxTLS(t, backAddr, listenOpts)
+
+	var cfg strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&cfg, "url = \"https://%s/req/%d\"\noutput = \"/dev/null\"\n", addr, i)
+	}
+	cfgFile := filepath.Join(t.TempDir(), "curl.cfg")
+	if err := os.WriteFile(cfgFile, []byte(cfg.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cli := startCurl(t, "-sS", "--no-progress-meter", "-k", curlFlag, "-Z", "--parallel-max", "16",
+		"-w", "%{http_code} %{http_version}\\n", "-K", cfgFile)
+
+	pids := []string{strconv.Itoa(master.Pid()), strconv.Itoa(backend.Pid()), strconv.Itoa(cli.pid)}
+	for _, k := range kids {
+		pids = append(pids, strconv.Itoa(k))
+	}
+	w := startWeft(t, rcv, "--pid="+strings.Join(pids, ","))
+	defer func() {
+		if t.Failed() {
+			t.Logf("weft:\n%s", w.Output())
+		}
+	}()
+	for _, k := range kids {
+		if !strings.Contains(w.Output(), fmt.Sprintf("pid=%d mode=thread why=\"nginx: upstream requests tied to their downstream request; TLS: OpenSSL in ", k)) {
+			t.Fatalf("nginx worker %d: no TLS hooks:\n%s", k, w.Output())
+		}
+	}
+	cli.run(t)
+	if got := strings.Count(cli.stdout.Output(), "200 "+proto+"\n"); got != n {
+		t.Fatalf("curl got %d answers 200, want %d:\n%s", got, n, cli.out.Output())
+	}
+
+	spans := waitSpans(t, rcv, 4*n, 60*time.Second, func(span) bool { return true })
+	curlClient, nginxServer, nginxClient, pyServer := 0, 1, 2, 3
+	roleOf := func(s span) int {
+		pid64, _ := s.res["process.pid"].(int64)
+		pid := int(pid64)
+		switch {
+		case pid == cli.pid && s.kind == tracepb.Span_SPAN_KIND_CLIENT:
+			return curlClient
+		case pid == backend.Pid() && s.kind == tracepb.Span_SPAN_KIND_SERVER:
+			return pyServer
+		case pid != backend.Pid() && pid != cli.pid && s.kind == tracepb.Span_SPAN_KIND_SERVER:
+			return nginxServer
+		case pid != backend.Pid() && pid != cli.pid && s.kind == tracepb.Span_SPAN_KIND_CLIENT:
+			return nginxClient
+		}
+		return -1
+	}
+	chains := map[string]*[4]span{}
+	for _, s := range spans {
+		r := roleOf(s)
+		num := requestOf(fmt.Sprint(s.attrs["url.path"]))
+		if r < 0 || num == "" {
+			t.Fatalf("unexpected span %s", s)
+		}
+		c := chains[num]
+		if c == nil {
+			c = &[4]span{}
+			chains[num] = c
+		}
+		if c[r].id != "" {
+			t.Fatalf("request %s: two spans in one role:\n%s\n%s", num, c[r], s)
+		}
+		c[r] = s
+	}
+	wantScheme := [4]string{"https", "https", "http", "http"}
+	right := 0
+	for i := 1; i <= n; i++ {
+		c := chains[strconv.Itoa(i)]
+		if c == nil {
+			t.Errorf("request %d: no spans", i)
+			continue
+		}
+		ok := true
+		for r, s := range c {
+			if s.id == "" {
+				t.Errorf("request %d: span %d of the chain missing", i, r)
+				ok = false
+				continue
+			}
+			wantProto := "1.0" // nginx to its upstream
+			if r < 2 {
+				wantProto = proto
+			}
+			if s.attrs["url.scheme"] != wantScheme[r] || attrInt(s, "http.response.status_code") != 200 ||
+				s.attrs["network.protocol.version"] != wantProto {
+				t.Errorf("request %d: %s", i, s)
+				ok = false
+			}
+			root := r == 0 || (proto == "2" && r < 3)
+			switch {
+			case root && s.parent != "":
+				t.Errorf("request %d: %s has a parent", i, s)
+				ok = false
+			case !root && (s.parent != c[r-1].id || s.trace != c[r-1].trace):
+				t.Errorf("request %d: %s is not the child of %s", i, s, c[r-1])
+				ok = false
+			}
+		}
+		if ok {
+			right++
+		}
+	}
+	if len(spans) != 4*n || right != n {
+		t.Fatalf("%d spans, %d of %d chains right", len(spans), right, n)
+	}
+	m, _ := w.Metrics()
+	if m["tls_links_ambiguous"] != 0 || m["tls_calls_without_socket"] != 0 {
+		t.Errorf("TLS counters: ambiguous %d, without socket %d", m["tls_links_ambiguous"], m["tls_calls_without_socket"])
+	}
+}
