@@ -628,5 +628,6 @@ int BPF_PROG(weft_sock_reset, struct sock *sk)
 #include "nginx.h"
 #include "announce.h"
 #include "openssl.h"
+#include "gotls.h"
 
 #endif

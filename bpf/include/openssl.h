@@ -9,54 +9,13 @@
  *   int SSL_write_ex(SSL *s, const void *buf, size_t num, size_t *written)
  *   int SSL_do_handshake(SSL *s)   (SSL_connect and SSL_accept call it)
  *
- * tls.h ties each call to its socket. Included by common.h after emit_data. */
+ * tls.h ties each call to its socket, tlscall.h reports it. Included by
+ * common.h after emit_data. */
 #ifndef WEFT_OPENSSL_H
 #define WEFT_OPENSSL_H
 
 #include "common.h"
-#include "sockfd.h"
-
-/* A TLS write that begins a request on a connection whose socket is
- * known: its client span is decided now, before a byte leaves, for the
- * server at the other end (tlslink.h). A global function: verified once. */
-__noinline int tls_client_start(struct event_buf *e, __u32 n, __u64 pid_tgid, __u64 sk)
-{
-	if (!e)
-		return 0;
-	BOUND(n, 0x1fff);
-	struct span_ctx own = {};
-	if (!is_request_start(e->data, n) || parse_traceparent(e->data, n, false, &own) == TP_FOUND)
-		return 0; /* not a request, or it carries its own traceparent */
-	struct conn_key k = {};
-	conn_key_of_sock((struct sock *)sk, &k);
-	conn_key_v4mapped(&k);
-	struct tls_link *l = bpf_map_lookup_elem(&tls_links, &k);
-	if (l && !l->reported && l->sock == sk && l->writer == pid_tgid)
-		return 0; /* a retry of the write that decided it */
-	struct tls_link fresh = {.sock = sk, .writer = pid_tgid};
-	/* The last request is still unread at the other end: which one the
-	 * server reads next cannot be told. */
-	fresh.ambiguous = l && !l->consumed;
-	new_client_ctx(pid_tgid, correlation_key((__u32)pid_tgid), &k, 0, &fresh.cs.ctx, fresh.cs.parent_id);
-	bpf_map_update_elem(&tls_links, &k, &fresh, BPF_ANY);
-	return 0;
-}
-
-static __always_inline void tls_write_begins(__u64 pid_tgid, __u64 conn, __u64 buf, __u64 num)
-{
-	struct tls_conn_key tk = {.conn = conn, .tgid = pid_tgid >> 32};
-	__u64 *sk = bpf_map_lookup_elem(&tls_socks, &tk);
-	if (!sk || !num)
-		return;
-	__u64 sock = *sk;
-	__u32 zero = 0;
-	struct event_buf *e = bpf_map_lookup_elem(&scratch, &zero);
-	if (!e)
-		return;
-	struct user_buf ub = {.ptr = buf};
-	__u32 n = copy_payload(e, &ub, num > 0xffffffff ? 0xffffffff : num);
-	tls_client_start(e, n, pid_tgid, sock);
-}
+#include "tlscall.h"
 
 /* Which function a probe sits on: its attach cookie (user space sets it). */
 enum ssl_fn {
@@ -94,9 +53,9 @@ static __always_inline int ssl_enter(struct pt_regs *ctx)
 	default:
 		return 0;
 	}
-	bpf_map_update_elem(&tls_calls, &pid_tgid, &c, BPF_ANY);
+	tls_call_begin(pid_tgid, &c);
 	if (c.dir == WEFT_DIR_EGRESS)
-		tls_write_begins(pid_tgid, c.conn, c.buf, ex ? ctx->dx : (__u64)(int)ctx->dx);
+		tls_write_begins(pid_tgid, c.conn, c.buf, ex ? ctx->dx : (__u64)(int)ctx->dx, 0);
 	return 0;
 }
 
@@ -105,12 +64,12 @@ static __always_inline int ssl_enter(struct pt_regs *ctx)
 static __always_inline int ssl_return(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	struct tls_call *p = bpf_map_lookup_elem(&tls_calls, &pid_tgid);
-	if (!p)
-		return 0;
-	struct tls_call c = *p;
-	bpf_map_delete_elem(&tls_calls, &pid_tgid);
-	if (c.dir == TLS_NO_PLAINTEXT)
+	__u64 fn = bpf_get_attach_cookie(ctx);
+	__u8 dir = fn == SSL_FN_WRITE || fn == SSL_FN_WRITE_EX ? WEFT_DIR_EGRESS
+		   : fn == SSL_FN_READ || fn == SSL_FN_READ_EX ? WEFT_DIR_INGRESS
+							       : TLS_NO_PLAINTEXT;
+	struct tls_call c;
+	if (!tls_call_end(pid_tgid, dir, &c))
 		return 0;
 	long rc = (int)ctx->ax;
 	__u64 n = 0;
@@ -120,20 +79,7 @@ static __always_inline int ssl_return(struct pt_regs *ctx)
 	} else if (rc > 0) {
 		n = rc;
 	}
-	if (n == 0 || n > 0xffffffff)
-		return 0;
-	__u64 sk = c.sock;
-	if (!sk) {
-		struct tls_conn_key k = {.conn = c.conn, .tgid = pid_tgid >> 32};
-		__u64 *s = bpf_map_lookup_elem(&tls_socks, &k);
-		if (!s) {
-			count(WEFT_STAT_TLS_NO_SOCK);
-			return 0;
-		}
-		sk = *s;
-	}
-	struct user_buf ub = {.ptr = c.buf};
-	emit_data(ctx, (struct sock *)sk, c.dir, (__u32)n, &ub, true);
+	tls_report(ctx, pid_tgid, &c, n);
 	return 0;
 }
 

@@ -23,7 +23,8 @@ struct tls_call {
 	__u64 done; /* where an _ex variant stores the bytes it moved, else 0 */
 	__u64 sock; /* the socket a nested call moved ciphertext on, else 0 */
 	__u8 dir;   /* enum weft_direction, or TLS_NO_PLAINTEXT */
-	__u8 _pad[7];
+	__u8 early; /* the plaintext was reported at the call's entry */
+	__u8 _pad[6];
 };
 
 /* A call that moves no plaintext (the handshake). */
@@ -34,7 +35,7 @@ struct tls_call {
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
-	__type(key, __u64); /* pid_tgid */
+	__type(key, __u64); /* pid_tgid, or go_tls_key */
 	__type(value, struct tls_call);
 } tls_calls SEC(".maps");
 
@@ -60,12 +61,32 @@ struct {
  * plaintext: socket addresses are aligned, so the low bit is free. */
 #define TLS_SOCK_KEY(sk) ((__u64)(sk) | 1)
 
-/* A socket call made inside an open TLS call of this thread: ties the
- * call's connection object to the socket; true when it is so (its bytes
- * are ciphertext, reported as the call's plaintext instead). */
+/* tls_calls' key for goroutine goid of process tgid: the low half of a
+ * thread's key (pid_tgid) never has bit 31 set (pids < 2^22). */
+static __always_inline __u64 go_tls_key(__u32 tgid, __u64 goid)
+{
+	return ((__u64)tgid << 32) | 0x80000000ULL | (goid & 0x7fffffff);
+}
+
+/* tls_calls' key for the current call: its thread, or in a Go program its
+ * goroutine, which may move to another thread between the TLS call and
+ * its socket calls. */
+static __always_inline __u64 tls_call_key(__u64 pid_tgid)
+{
+	struct proc_info *pi = proc_of(pid_tgid >> 32);
+	struct go_id id;
+	if (!pi || pi->mode != WEFT_MODE_GO || !go_id_of(pi, user_g(), &id))
+		return pid_tgid;
+	return go_tls_key(pid_tgid >> 32, id.goid);
+}
+
+/* A socket call made inside an open TLS call of this thread (goroutine):
+ * ties the call's connection object to the socket; true when it is so
+ * (its bytes are ciphertext, reported as the call's plaintext instead). */
 static __always_inline bool tls_nested(__u64 pid_tgid, __u64 sk)
 {
-	struct tls_call *c = bpf_map_lookup_elem(&tls_calls, &pid_tgid);
+	__u64 key = tls_call_key(pid_tgid);
+	struct tls_call *c = bpf_map_lookup_elem(&tls_calls, &key);
 	if (!c)
 		return false;
 	if (c->sock != sk) {

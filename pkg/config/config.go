@@ -37,8 +37,9 @@ type Config struct {
 	// "off" (Go programs are followed fail-closed: calls start traces).
 	RuntimeHooks string `yaml:"runtime_hooks"`
 
-	// TLS is "on" (uprobes on each traced process's TLS library, so that
-	// HTTPS is seen in clear) or "off" (TLS connections are not followed).
+	// TLS is "on" (uprobes on each traced process's TLS library, OpenSSL
+	// or Go's crypto/tls, so that HTTPS is seen in clear) or "off" (TLS
+	// connections are not followed).
 	TLS string `yaml:"tls"`
 
 	// JavaAgent is "attach" (load weft's Java agent into every traced

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -32,7 +33,17 @@ const (
 	WriteLoop = "net/http.(*persistConn).writeLoop"
 	// casgstatus is called by newproc1 to make the new goroutine runnable.
 	casgstatus = "runtime.casgstatus"
+	// TLSRead, TLSWrite: crypto/tls's plaintext, probed at entry (the
+	// buffer) and at each return (the bytes moved).
+	TLSRead  = "crypto/tls.(*Conn).Read"
+	TLSWrite = "crypto/tls.(*Conn).Write"
+	// TLSHandshake moves ciphertext only; its socket calls name the
+	// connection's socket before the first write.
+	TLSHandshake = "crypto/tls.(*Conn).handshakeContext"
 )
+
+// tlsFuncs are probed together or not at all.
+var tlsFuncs = []string{TLSRead, TLSWrite, TLSHandshake}
 
 // Func is a probed function, by file offsets: its entry, where its
 // arguments can be read at the least cost (Probe), each RET, and each
@@ -90,6 +101,17 @@ func (b *Binary) NetHTTPClient() bool {
 	_, rt := b.Funcs[RoundTrip]
 	_, wl := b.Funcs[WriteLoop]
 	return rt || wl
+}
+
+// CryptoTLS reports whether the binary has crypto/tls's connection
+// read, write and handshake, each with its return instructions.
+func (b *Binary) CryptoTLS() bool {
+	for _, name := range tlsFuncs {
+		if fn, ok := b.Funcs[name]; !ok || len(fn.Returns) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Unsupported says why weft cannot follow this binary's goroutines, or "".
@@ -156,13 +178,13 @@ func Read(r io.ReaderAt) (b *Binary, err error) {
 	if b.Arch == "" && f.Machine == elf.EM_X86_64 {
 		b.Arch = "amd64"
 	}
-	ranges, stripped, err := funcRanges(f, NewProc1, RoundTrip, WriteLoop, casgstatus)
+	ranges, stripped, err := funcRanges(f, NewProc1, RoundTrip, WriteLoop, casgstatus, TLSRead, TLSWrite, TLSHandshake)
 	if err != nil {
 		return nil, err
 	}
 	b.Stripped = stripped
 	b.G, b.gErr = gOffsets(f, b.GoVersion)
-	for _, name := range []string{NewProc1, RoundTrip, WriteLoop} {
+	for _, name := range []string{NewProc1, RoundTrip, WriteLoop, TLSRead, TLSWrite, TLSHandshake} {
 		rg, ok := ranges[name]
 		if !ok {
 			continue
@@ -176,10 +198,12 @@ func Read(r io.ReaderAt) (b *Binary, err error) {
 			return nil, fmt.Errorf("read %s: %w", name, err)
 		}
 		fn := Func{Entry: entry, Probe: entry + probePoint(code)}
-		if name == NewProc1 {
+		if name == NewProc1 || slices.Contains(tlsFuncs, name) {
 			for _, off := range returns(code) {
 				fn.Returns = append(fn.Returns, entry+off)
 			}
+		}
+		if name == NewProc1 {
 			if cg, ok := ranges[casgstatus]; ok {
 				for _, off := range callsTo(code, rg[0], cg[0]) {
 					fn.Casg = append(fn.Casg, entry+off)

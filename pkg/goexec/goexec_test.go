@@ -92,10 +92,13 @@ func TestStrippedBinaryHasTheSameFunctions(t *testing.T) {
 		if !b.NetHTTPClient() {
 			t.Fatal("net/http client not found")
 		}
+		if !b.CryptoTLS() {
+			t.Fatal("crypto/tls's Read, Write and handshake not found")
+		}
 	}
 	// Both builds link the same code at the same addresses; only symbols
 	// and DWARF differ, after the code in the file.
-	for _, name := range []string{NewProc1, RoundTrip, WriteLoop} {
+	for _, name := range []string{NewProc1, RoundTrip, WriteLoop, TLSRead, TLSWrite, TLSHandshake} {
 		f, s := full.Funcs[name], stripped.Funcs[name]
 		if f.Entry == 0 || f.Entry != s.Entry || f.Probe != s.Probe || len(f.Returns) != len(s.Returns) ||
 			len(f.Casg) != len(s.Casg) {
@@ -126,12 +129,18 @@ func TestReturnsAreRETInstructions(t *testing.T) {
 	if len(fn.Returns) == 0 || len(fn.Casg) == 0 {
 		t.Fatal("no returns or no casgstatus calls")
 	}
-	for _, off := range fn.Returns {
-		if op := data[off]; op != 0xc3 && op != 0xc2 {
-			t.Errorf("byte at %#x is %#x, not RET", off, op)
+	for _, name := range []string{NewProc1, TLSRead, TLSWrite, TLSHandshake} {
+		f := b.Funcs[name]
+		if len(f.Returns) == 0 {
+			t.Errorf("%s: no returns", name)
 		}
-		if off <= fn.Entry {
-			t.Errorf("return %#x before entry %#x", off, fn.Entry)
+		for _, off := range f.Returns {
+			if op := data[off]; op != 0xc3 && op != 0xc2 {
+				t.Errorf("%s: byte at %#x is %#x, not RET", name, off, op)
+			}
+			if off <= f.Entry {
+				t.Errorf("%s: return %#x before entry %#x", name, off, f.Entry)
+			}
 		}
 	}
 	for _, off := range fn.Casg {
@@ -139,7 +148,7 @@ func TestReturnsAreRETInstructions(t *testing.T) {
 			t.Errorf("byte at %#x is %#x, not CALL", off, data[off])
 		}
 	}
-	for _, name := range []string{NewProc1, RoundTrip, WriteLoop} {
+	for _, name := range []string{NewProc1, RoundTrip, WriteLoop, TLSRead, TLSWrite, TLSHandshake} {
 		p := b.Funcs[name].Probe
 		if op := data[p]; !(op >= 0x70 && op <= 0x7f) && !(op == 0x0f && data[p+1] >= 0x80 && data[p+1] <= 0x8f) {
 			t.Errorf("%s: probe at %#x is %#x, not a conditional jump", name, p, op)

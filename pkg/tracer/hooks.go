@@ -151,6 +151,8 @@ var hooks = []hook{
 	{prog: "weft_ssl_ret", paths: onEvery, feature: tlsCapture},
 	{prog: "weft_ssl_enter_multi", paths: onEvery, feature: tlsCapture},
 	{prog: "weft_ssl_ret_multi", paths: onEvery, feature: tlsCapture},
+	{prog: "weft_go_tls", paths: onEvery, feature: tlsCapture},
+	{prog: "weft_go_tls_multi", paths: onEvery, feature: tlsCapture},
 }
 
 // hookIndex finds a program's declaration.
@@ -221,10 +223,12 @@ type tlsPrograms struct {
 	Ret        *ebpf.Program `ebpf:"weft_ssl_ret"`
 	EnterMulti *ebpf.Program `ebpf:"weft_ssl_enter_multi"`
 	RetMulti   *ebpf.Program `ebpf:"weft_ssl_ret_multi"`
+	Go         *ebpf.Program `ebpf:"weft_go_tls"`
+	GoMulti    *ebpf.Program `ebpf:"weft_go_tls_multi"`
 }
 
 func (p *tlsPrograms) Close() error {
-	return closeAll(p.Enter, p.Ret, p.EnterMulti, p.RetMulti)
+	return closeAll(p.Enter, p.Ret, p.EnterMulti, p.RetMulti, p.Go, p.GoMulti)
 }
 
 // assign takes from coll the form of the TLS probes that was loaded.
@@ -233,17 +237,19 @@ func (p *tlsPrograms) assign(coll *ebpf.Collection) error {
 		var m struct {
 			Enter *ebpf.Program `ebpf:"weft_ssl_enter_multi"`
 			Ret   *ebpf.Program `ebpf:"weft_ssl_ret_multi"`
+			Go    *ebpf.Program `ebpf:"weft_go_tls_multi"`
 		}
 		err := coll.Assign(&m)
-		p.EnterMulti, p.RetMulti = m.Enter, m.Ret
+		p.EnterMulti, p.RetMulti, p.GoMulti = m.Enter, m.Ret, m.Go
 		return err
 	}
 	var u struct {
 		Enter *ebpf.Program `ebpf:"weft_ssl_enter"`
 		Ret   *ebpf.Program `ebpf:"weft_ssl_ret"`
+		Go    *ebpf.Program `ebpf:"weft_go_tls"`
 	}
 	err := coll.Assign(&u)
-	p.Enter, p.Ret = u.Enter, u.Ret
+	p.Enter, p.Ret, p.Go = u.Enter, u.Ret, u.Go
 	return err
 }
 
@@ -254,9 +260,11 @@ func dropTLSVariant(spec *ebpf.CollectionSpec) {
 	if features.HaveBPFLinkUprobeMulti() == nil {
 		delete(spec.Programs, "weft_ssl_enter")
 		delete(spec.Programs, "weft_ssl_ret")
+		delete(spec.Programs, "weft_go_tls")
 	} else {
 		delete(spec.Programs, "weft_ssl_enter_multi")
 		delete(spec.Programs, "weft_ssl_ret_multi")
+		delete(spec.Programs, "weft_go_tls_multi")
 	}
 }
 

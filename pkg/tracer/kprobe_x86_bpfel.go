@@ -212,13 +212,14 @@ type kprobeThreadLink struct {
 }
 
 type kprobeTlsCall struct {
-	_    structs.HostLayout
-	Conn uint64
-	Buf  uint64
-	Done uint64
-	Sock uint64
-	Dir  uint8
-	Pad  [7]uint8
+	_     structs.HostLayout
+	Conn  uint64
+	Buf   uint64
+	Done  uint64
+	Sock  uint64
+	Dir   uint8
+	Early uint8
+	Pad   [6]uint8
 }
 
 type kprobeTlsConnKey struct {
@@ -300,6 +301,8 @@ const (
 	kprobeProgWeftGoNewproc1Casg     = "weft_go_newproc1_casg"
 	kprobeProgWeftGoNewproc1Ret      = "weft_go_newproc1_ret"
 	kprobeProgWeftGoRoundtrip        = "weft_go_roundtrip"
+	kprobeProgWeftGoTls              = "weft_go_tls"
+	kprobeProgWeftGoTlsMulti         = "weft_go_tls_multi"
 	kprobeProgWeftGoWriteloop        = "weft_go_writeloop"
 	kprobeProgWeftInject             = "weft_inject"
 	kprobeProgWeftLibcAnnounce       = "weft_libc_announce"
@@ -394,6 +397,8 @@ type kprobeProgramSpecs struct {
 	WeftGoNewproc1Casg     *ebpf.ProgramSpec `ebpf:"weft_go_newproc1_casg"`
 	WeftGoNewproc1Ret      *ebpf.ProgramSpec `ebpf:"weft_go_newproc1_ret"`
 	WeftGoRoundtrip        *ebpf.ProgramSpec `ebpf:"weft_go_roundtrip"`
+	WeftGoTls              *ebpf.ProgramSpec `ebpf:"weft_go_tls"`
+	WeftGoTlsMulti         *ebpf.ProgramSpec `ebpf:"weft_go_tls_multi"`
 	WeftGoWriteloop        *ebpf.ProgramSpec `ebpf:"weft_go_writeloop"`
 	WeftInject             *ebpf.ProgramSpec `ebpf:"weft_inject"`
 	WeftLibcAnnounce       *ebpf.ProgramSpec `ebpf:"weft_libc_announce"`
@@ -642,6 +647,8 @@ type kprobePrograms struct {
 	WeftGoNewproc1Casg     *ebpf.Program `ebpf:"weft_go_newproc1_casg"`
 	WeftGoNewproc1Ret      *ebpf.Program `ebpf:"weft_go_newproc1_ret"`
 	WeftGoRoundtrip        *ebpf.Program `ebpf:"weft_go_roundtrip"`
+	WeftGoTls              *ebpf.Program `ebpf:"weft_go_tls"`
+	WeftGoTlsMulti         *ebpf.Program `ebpf:"weft_go_tls_multi"`
 	WeftGoWriteloop        *ebpf.Program `ebpf:"weft_go_writeloop"`
 	WeftInject             *ebpf.Program `ebpf:"weft_inject"`
 	WeftLibcAnnounce       *ebpf.Program `ebpf:"weft_libc_announce"`
@@ -678,6 +685,8 @@ func (p *kprobePrograms) Close() error {
 		p.WeftGoNewproc1Casg,
 		p.WeftGoNewproc1Ret,
 		p.WeftGoRoundtrip,
+		p.WeftGoTls,
+		p.WeftGoTlsMulti,
 		p.WeftGoWriteloop,
 		p.WeftInject,
 		p.WeftLibcAnnounce,

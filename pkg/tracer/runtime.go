@@ -61,6 +61,7 @@ func (c Correlation) info() tpProcInfo {
 type hookPlan struct {
 	attach   func(progs *runtimePrograms, pid int) (io.Closer, error)
 	fallback Correlation
+	bin      *goexec.Binary // a Go program's functions (its crypto/tls)
 }
 
 // Classify reads a process's executable and says how its requests can be
@@ -108,6 +109,7 @@ func Classify(pid int) (Correlation, *hookPlan) {
 	return Correlation{ModeGo, bin.GoVersion + ": " + what, bin.G}, &hookPlan{
 		attach:   func(progs *runtimePrograms, pid int) (io.Closer, error) { return attachGo(progs, pid, bin) },
 		fallback: Correlation{Mode: ModeRefuse, Reason: bin.GoVersion + ": no goroutine hooks"},
+		bin:      bin,
 	}
 }
 
@@ -210,8 +212,8 @@ func (t *Tracer) setupRuntime(pid uint32) Correlation {
 			t.rtHooks[pid] = h
 		}
 	}
-	if (t.tls.Ret != nil || t.tls.RetMulti != nil) && c.Mode != ModeGo && c.Mode != ModeRefuse {
-		c.Reason += t.attachTLS(pid)
+	if t.tls.Ret != nil || t.tls.RetMulti != nil {
+		c.Reason += t.attachTLS(pid, c, plan)
 	}
 	var cur tpProcInfo
 	if err := t.objs.ProcMode.Lookup(pid, &cur); err == nil && Mode(cur.Mode) == ModeAgent {
@@ -231,15 +233,28 @@ func (t *Tracer) setupRuntime(pid uint32) Correlation {
 }
 
 // attachTLS puts the TLS probes on process pid, next to its runtime
-// hooks, and says what for the correlation's reason. (Go programs use
-// crypto/tls, not OpenSSL.)
-func (t *Tracer) attachTLS(pid uint32) string {
+// hooks, and says what for the correlation's reason: crypto/tls in a Go
+// program followed by goroutine (its calls are keyed by goroutine),
+// OpenSSL in any other program.
+func (t *Tracer) attachTLS(pid uint32, c Correlation, plan *hookPlan) string {
 	h := t.tlsHooks[pid]
 	if h == nil {
 		h = &tlsHooks{files: map[fileID]string{}}
 		t.tlsHooks[pid] = h
 	}
-	libs, err := attachOpenSSL(&t.tls, int(pid), h)
+	var libs []string
+	var err error
+	switch {
+	case c.Mode == ModeGo && plan != nil && plan.bin != nil:
+		if !plan.bin.CryptoTLS() {
+			return "; no crypto/tls"
+		}
+		libs, err = attachGoTLS(&t.tls, int(pid), plan.bin, h)
+	case c.Mode == ModeGo || c.Mode == ModeRefuse:
+		return "" // a Go program weft cannot follow by goroutine
+	default:
+		libs, err = attachOpenSSL(&t.tls, int(pid), h)
+	}
 	switch {
 	case err != nil:
 		t.log.Warn("TLS hooks failed to attach: its HTTPS is not followed", "pid", pid, "err", err)
@@ -247,7 +262,7 @@ func (t *Tracer) attachTLS(pid uint32) string {
 	case len(libs) == 0:
 		return "; no OpenSSL found"
 	}
-	return "; TLS: OpenSSL in " + strings.Join(libs, ", ")
+	return "; TLS: " + strings.Join(libs, ", ")
 }
 
 // EnsureClassified classifies a traced process the kernel side knows no

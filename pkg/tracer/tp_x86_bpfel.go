@@ -214,13 +214,14 @@ type tpThreadLink struct {
 }
 
 type tpTlsCall struct {
-	_    structs.HostLayout
-	Conn uint64
-	Buf  uint64
-	Done uint64
-	Sock uint64
-	Dir  uint8
-	Pad  [7]uint8
+	_     structs.HostLayout
+	Conn  uint64
+	Buf   uint64
+	Done  uint64
+	Sock  uint64
+	Dir   uint8
+	Early uint8
+	Pad   [6]uint8
 }
 
 type tpTlsConnKey struct {
@@ -391,6 +392,8 @@ const (
 	tpProgWeftGoNewproc1Casg     = "weft_go_newproc1_casg"
 	tpProgWeftGoNewproc1Ret      = "weft_go_newproc1_ret"
 	tpProgWeftGoRoundtrip        = "weft_go_roundtrip"
+	tpProgWeftGoTls              = "weft_go_tls"
+	tpProgWeftGoTlsMulti         = "weft_go_tls_multi"
 	tpProgWeftGoWriteloop        = "weft_go_writeloop"
 	tpProgWeftInject             = "weft_inject"
 	tpProgWeftInjectSock         = "weft_inject_sock"
@@ -500,6 +503,8 @@ type tpProgramSpecs struct {
 	WeftGoNewproc1Casg     *ebpf.ProgramSpec `ebpf:"weft_go_newproc1_casg"`
 	WeftGoNewproc1Ret      *ebpf.ProgramSpec `ebpf:"weft_go_newproc1_ret"`
 	WeftGoRoundtrip        *ebpf.ProgramSpec `ebpf:"weft_go_roundtrip"`
+	WeftGoTls              *ebpf.ProgramSpec `ebpf:"weft_go_tls"`
+	WeftGoTlsMulti         *ebpf.ProgramSpec `ebpf:"weft_go_tls_multi"`
 	WeftGoWriteloop        *ebpf.ProgramSpec `ebpf:"weft_go_writeloop"`
 	WeftInject             *ebpf.ProgramSpec `ebpf:"weft_inject"`
 	WeftInjectSock         *ebpf.ProgramSpec `ebpf:"weft_inject_sock"`
@@ -757,6 +762,8 @@ type tpPrograms struct {
 	WeftGoNewproc1Casg     *ebpf.Program `ebpf:"weft_go_newproc1_casg"`
 	WeftGoNewproc1Ret      *ebpf.Program `ebpf:"weft_go_newproc1_ret"`
 	WeftGoRoundtrip        *ebpf.Program `ebpf:"weft_go_roundtrip"`
+	WeftGoTls              *ebpf.Program `ebpf:"weft_go_tls"`
+	WeftGoTlsMulti         *ebpf.Program `ebpf:"weft_go_tls_multi"`
 	WeftGoWriteloop        *ebpf.Program `ebpf:"weft_go_writeloop"`
 	WeftInject             *ebpf.Program `ebpf:"weft_inject"`
 	WeftInjectSock         *ebpf.Program `ebpf:"weft_inject_sock"`
@@ -808,6 +815,8 @@ func (p *tpPrograms) Close() error {
 		p.WeftGoNewproc1Casg,
 		p.WeftGoNewproc1Ret,
 		p.WeftGoRoundtrip,
+		p.WeftGoTls,
+		p.WeftGoTlsMulti,
 		p.WeftGoWriteloop,
 		p.WeftInject,
 		p.WeftInjectSock,

@@ -189,8 +189,17 @@ func TestHTTP2Streams(t *testing.T) {
 // per call on each side, with the RPC attributes and the gRPC status.
 func TestGRPCCalls(t *testing.T) {
 	setup(t)
-	testGRPCClient(t, func(addr string, n int) *goClient {
+	testGRPCClient(t, false, func(addr string, n int) *goClient {
 		return startGoClient(t, "-mode=grpc-client", "-addr="+addr, "-n="+strconv.Itoa(n))
+	})
+}
+
+// The same calls over TLS: both processes' crypto/tls in clear (gotls.h),
+// HTTP/2 on top.
+func TestGRPCCallsTLS(t *testing.T) {
+	setup(t)
+	testGRPCClient(t, true, func(addr string, n int) *goClient {
+		return startGoClient(t, "-mode=grpc-client", "-tls", "-addr="+addr, "-n="+strconv.Itoa(n))
 	})
 }
 
@@ -199,18 +208,25 @@ func TestGRPCCalls(t *testing.T) {
 // have no Python.
 func TestGRPCCallsPython(t *testing.T) {
 	setup(t)
-	testGRPCClient(t, func(addr string, n int) *goClient {
+	testGRPCClient(t, false, func(addr string, n int) *goClient {
 		return startWaiting(t, exec.Command("/usr/bin/python3", filepath.Join(repoRoot(), "test/e2e/testdata/grpc_client.py"), addr, strconv.Itoa(n)))
 	})
 }
 
-func testGRPCClient(t *testing.T, start func(addr string, n int) *goClient) {
+func testGRPCClient(t *testing.T, useTLS bool, start func(addr string, n int) *goClient) {
 	t.Helper()
 	const n = 30
 	rcv := otlptest.Start(t)
-	srv, addr := startListener(t, exec.Command(bins.h2app, "-mode=grpc-server"))
+	args := []string{"-mode=grpc-server"}
+	if useTLS {
+		args = append(args, "-tls")
+	}
+	srv, addr := startListener(t, exec.Command(bins.h2app, args...))
 	cli := start(addr, n)
-	startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", srv.Pid(), cli.pid))
+	w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", srv.Pid(), cli.pid))
+	if useTLS && strings.Count(w.Output(), "h2app (crypto/tls)") != 2 {
+		t.Fatalf("crypto/tls hooks not on both processes:\n%s", w.Output())
+	}
 	cli.run(t)
 	if !strings.Contains(cli.stdout.Output(), "ok") {
 		t.Fatalf("client: %s", cli.out.Output())

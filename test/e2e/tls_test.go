@@ -253,3 +253,83 @@ func tlsNginxChain(t *testing.T, curlFlag, listenOpts, proto string) {
 		t.Errorf("TLS counters: ambiguous %d, without socket %d", m["tls_links_ambiguous"], m["tls_calls_without_socket"])
 	}
 }
+
+// A Go HTTPS client calling a Go HTTPS server, both stripped (h2app):
+// crypto/tls's plaintext through RET-instruction uprobes, keyed by
+// goroutine. 100 requests, 16 at a time, every fifth with a traceparent
+// of its own, handlers that wait, bodies checked byte for byte by the
+// client. Over HTTP/1.1 each server span is the child of its client span
+// (handed over across TLS, tlslink.h) or, with a traceparent, both are
+// children of it; over HTTP/2 the streams' spans are roots unless the
+// request carried a traceparent.
+func TestTLSGo(t *testing.T) {
+	setup(t)
+	for _, c := range []struct {
+		name, proto string
+		args        []string
+	}{{"http1.1", "1.1", []string{"-http1"}}, {"http2", "2", nil}} {
+		t.Run(c.name, func(t *testing.T) {
+			const n = 100
+			rcv := otlptest.Start(t)
+			srv, addr := startListener(t, exec.Command(bins.h2app, "-mode=https-server"))
+			cli := startGoClient(t, append([]string{"-mode=https-client", "-addr=" + addr, fmt.Sprintf("-n=%d", n)}, c.args...)...)
+			// Responses over 2 KiB are chunked on HTTP/1.1: with the whole
+			// of each write captured, body sizes are exact, not estimated.
+			w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", srv.Pid(), cli.pid), "--capture-bytes=4096")
+			defer func() {
+				if t.Failed() {
+					t.Logf("weft:\n%s", w.Output())
+				}
+			}()
+			for _, pid := range []int{srv.Pid(), cli.pid} {
+				if !strings.Contains(w.Output(), fmt.Sprintf("pid=%d mode=goroutine", pid)) ||
+					!strings.Contains(w.Output(), "h2app (crypto/tls)") || !strings.Contains(w.Output(), "stripped binary") {
+					t.Fatalf("pid %d: no crypto/tls hooks on the stripped binary:\n%s", pid, w.Output())
+				}
+			}
+			cli.run(t)
+			got := waitSpans(t, rcv, 2*n, 30*time.Second, func(s span) bool {
+				return s.res["process.pid"] == int64(srv.Pid()) || s.res["process.pid"] == int64(cli.pid)
+			})
+			if len(got) != 2*n {
+				t.Fatalf("%d requests gave %d spans:\n%s", n, len(got), dump(got))
+			}
+			byKind := map[tracepb.Span_SpanKind]map[int]span{tracepb.Span_SPAN_KIND_SERVER: {}, tracepb.Span_SPAN_KIND_CLIENT: {}}
+			for _, s := range got {
+				i, err := strconv.Atoi(strings.TrimPrefix(fmt.Sprint(s.attrs["url.path"]), "/req/"))
+				if err != nil || i < 0 || i >= n || byKind[s.kind] == nil {
+					t.Fatalf("span %s", s)
+				}
+				if _, dup := byKind[s.kind][i]; dup {
+					t.Fatalf("two %v spans of request %d:\n%s", s.kind, i, dump(got))
+				}
+				byKind[s.kind][i] = s
+				if s.attrs["url.scheme"] != "https" || s.attrs["network.protocol.version"] != c.proto ||
+					attrInt(s, "http.response.status_code") != h2Status(i) || attrInt(s, "http.response.body.size") != h2BodyLen(i) {
+					t.Errorf("request %d: %s", i, s)
+				}
+			}
+			for i := range n {
+				srvSpan, cliSpan := byKind[tracepb.Span_SPAN_KIND_SERVER][i], byKind[tracepb.Span_SPAN_KIND_CLIENT][i]
+				if i%5 == 0 { // the client sent a traceparent of its own
+					trace, parent := fmt.Sprintf("%032x", 0xabc000+i), fmt.Sprintf("%016x", 0xdef000+i)
+					for _, s := range []span{srvSpan, cliSpan} {
+						if s.trace != trace || s.parent != parent {
+							t.Errorf("request %d: %s not under the client's traceparent", i, s)
+						}
+					}
+					continue
+				}
+				if cliSpan.parent != "" {
+					t.Errorf("request %d: client span %s has a parent", i, cliSpan)
+				}
+				switch {
+				case c.proto == "1.1" && (srvSpan.parent != cliSpan.id || srvSpan.trace != cliSpan.trace):
+					t.Errorf("request %d: server span %s is not the child of %s", i, srvSpan, cliSpan)
+				case c.proto == "2" && srvSpan.parent != "":
+					t.Errorf("request %d: HTTP/2 server span %s has a parent", i, srvSpan)
+				}
+			}
+		})
+	}
+}

@@ -15,7 +15,7 @@ import (
 var guestTests = []string{"TestGoNetHTTPServer", "TestParentChildOnSameThread", "TestBadInput",
 	"TestInjectionKeepsRequestsValid", "TestInjectionLeavesTLSAlone", "TestInjectionLargeBodies",
 	"TestMountProtocolInterop", "TestTraceparentAfterSplitHead", "TestInjectedRequestIsOneSegment",
-	"TestGoAsyncParents", "TestNginxParents", "TestSamplingTraceIDRatio", "TestHTTP2Streams", "TestGRPCCalls"}
+	"TestGoAsyncParents", "TestNginxParents", "TestSamplingTraceIDRatio", "TestHTTP2Streams", "TestGRPCCalls", "TestTLSGo", "TestGRPCCallsTLS"}
 
 // guestNginx is Debian's nginx with the loader and libraries it links, and
 // the accounts its workers switch to.
@@ -32,11 +32,14 @@ func guestNginx(t *testing.T) (map[string]string, map[string][]byte) {
 }
 
 // buildStatic compiles a package of this module as a static binary; with
-// test set, its test binary.
+// test set, its test binary. h2app is stripped, as the host's tests build it.
 func buildStatic(t *testing.T, pkg, name string, test bool) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), name)
 	args := []string{"build", "-trimpath", "-buildvcs=false", "-o", out, pkg}
+	if name == "h2app" {
+		args = []string{"build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", out, pkg}
+	}
 	if test {
 		args = []string{"test", "-c", "-trimpath", "-buildvcs=false", "-o", out, pkg}
 	}

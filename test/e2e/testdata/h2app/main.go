@@ -1,6 +1,7 @@
-// h2app is the HTTP/2 and gRPC test program of the end-to-end tests: a
-// prior-knowledge h2c server and client (Go's net/http), and a gRPC
-// server and client (grpc-go) of a small service declared by hand.
+// h2app is the HTTP/2, HTTPS and gRPC test program of the end-to-end
+// tests: a prior-knowledge h2c server and client (Go's net/http), an
+// HTTPS server and client (crypto/tls; HTTP/1.1 or HTTP/2 by ALPN), and a
+// gRPC server and client (grpc-go) of a small service declared by hand.
 //
 // Servers print their address on the first line. Clients wait for a line
 // on stdin before they connect, so that a test can start weft on their
@@ -11,11 +12,17 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -29,15 +36,18 @@ import (
 	"golang.org/x/net/http2/h2c"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 func main() {
-	mode := flag.String("mode", "", "h2c-server, h2c-upgrade-server, h2c-client, grpc-server, grpc-client or grpc-load")
+	mode := flag.String("mode", "", "h2c-server, h2c-upgrade-server, h2c-client, https-server, https-client, grpc-server, grpc-client or grpc-load")
 	addr := flag.String("addr", "", "server address (clients)")
 	n := flag.Int("n", 100, "requests (clients)")
+	h1 := flag.Bool("http1", false, "https-client: HTTP/1.1 only (else HTTP/2)")
+	useTLS := flag.Bool("tls", false, "grpc-server, grpc-client: over TLS")
 	flag.Parse()
 	var err error
 	switch *mode {
@@ -48,11 +58,16 @@ func main() {
 	case "h2c-client":
 		waitGo()
 		err = h2cClient(*addr, *n)
+	case "https-server":
+		err = httpsServer()
+	case "https-client":
+		waitGo()
+		err = httpsClient(*addr, *n, *h1)
 	case "grpc-server":
-		err = grpcServer()
+		err = grpcServer(*useTLS)
 	case "grpc-client":
 		waitGo()
-		err = grpcClient(*addr, *n)
+		err = grpcClient(*addr, *n, *useTLS)
 	case "grpc-load":
 		err = grpcLoad(*addr)
 	default:
@@ -173,6 +188,85 @@ func h2cClient(addr string, n int) error {
 	return nil
 }
 
+// httpsServer serves answer over TLS, HTTP/1.1 or HTTP/2 as the client
+// asks (ALPN), with a certificate made at start.
+func httpsServer() error {
+	cert, err := selfSigned()
+	if err != nil {
+		return err
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}})
+	if err != nil {
+		return err
+	}
+	fmt.Println(ln.Addr())
+	var protos http.Protocols
+	protos.SetHTTP1(true)
+	protos.SetHTTP2(true)
+	return (&http.Server{Protocols: &protos, Handler: answer}).Serve(ln)
+}
+
+// selfSigned makes a certificate for 127.0.0.1.
+func selfSigned() (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(24 * time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
+
+// httpsClient sends n requests, 16 at a time, over HTTPS: with http1,
+// HTTP/1.1 on up to 16 kept-alive connections, else HTTP/2 on one.
+func httpsClient(addr string, n int, http1 bool) error {
+	var protos http.Protocols
+	protos.SetHTTP1(http1)
+	protos.SetHTTP2(!http1)
+	tr := &http.Transport{Protocols: &protos, MaxConnsPerHost: 16, MaxIdleConnsPerHost: 16,
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
+	c := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	wantMajor := 2
+	if http1 {
+		wantMajor = 1
+	}
+	sem := make(chan struct{}, 16)
+	get := func(i int) error {
+		sem <- struct{}{}
+		defer func() { <-sem }()
+		req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("https://%s/req/%d", addr, i), nil)
+		if err != nil {
+			return err
+		}
+		if tp := traceparentOf(i); tp != "" {
+			req.Header.Set("traceparent", tp)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		got, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return fmt.Errorf("request %d: %w", i, err)
+		}
+		if resp.ProtoMajor != wantMajor || resp.StatusCode != statusOf(i) || string(got) != string(body(i)) {
+			return fmt.Errorf("request %d: %s %d, %d body bytes (want HTTP/%d, %d, %d bytes as sent)",
+				i, resp.Proto, resp.StatusCode, len(got), wantMajor, statusOf(i), len(body(i)))
+		}
+		return nil
+	}
+	if err := concurrently(0, n, get); err != nil {
+		return err
+	}
+	fmt.Println("ok")
+	return nil
+}
+
 // concurrently runs f(i) for i in [from, n) at once and returns the
 // first error.
 func concurrently(from, n int, f func(int) error) error {
@@ -223,21 +317,33 @@ var storeDesc = grpc.ServiceDesc{
 	}}},
 }
 
-func grpcServer() error {
+func grpcServer(useTLS bool) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	fmt.Println(ln.Addr())
-	s := grpc.NewServer()
+	var opts []grpc.ServerOption
+	if useTLS {
+		cert, err := selfSigned()
+		if err != nil {
+			return err
+		}
+		opts = append(opts, grpc.Creds(credentials.NewServerTLSFromCert(&cert)))
+	}
+	s := grpc.NewServer(opts...)
 	s.RegisterService(&storeDesc, nil)
 	return s.Serve(ln)
 }
 
 // grpcClient makes n calls of each kind on one connection, concurrently:
 // Get of a key (OK), Get of a missing key (NOT_FOUND), List (3 messages).
-func grpcClient(addr string, n int) error {
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+func grpcClient(addr string, n int, useTLS bool) error {
+	creds := insecure.NewCredentials()
+	if useTLS {
+		creds = credentials.NewTLS(&tls.Config{InsecureSkipVerify: true})
+	}
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		return err
 	}

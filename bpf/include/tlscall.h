@@ -1,0 +1,104 @@
+/* What every TLS library's probes share once a call is noted (tls.h):
+ * the early client span of a write that begins a request (tlslink.h), and
+ * the report of the plaintext a call moved. Included by openssl.h and
+ * gotls.h. */
+#ifndef WEFT_TLSCALL_H
+#define WEFT_TLSCALL_H
+
+#include "common.h"
+#include "sockfd.h"
+
+/* Notes call c under key. A handshake the library runs inside an open
+ * read or write of the same connection (Go's Write before its first
+ * handshake) leaves that call's note alone. */
+static __always_inline void tls_call_begin(__u64 key, const struct tls_call *c)
+{
+	if (c->dir == TLS_NO_PLAINTEXT) {
+		struct tls_call *open = bpf_map_lookup_elem(&tls_calls, &key);
+		if (open && open->conn == c->conn && open->dir != TLS_NO_PLAINTEXT)
+			return;
+	}
+	bpf_map_update_elem(&tls_calls, &key, c, BPF_ANY);
+}
+
+/* The note of the call returning now under key, taken from the map: dir
+ * is what the returning function moves (TLS_NO_PLAINTEXT: a handshake),
+ * so a nested handshake's return leaves its caller's note. */
+static __always_inline bool tls_call_end(__u64 key, __u8 dir, struct tls_call *out)
+{
+	struct tls_call *p = bpf_map_lookup_elem(&tls_calls, &key);
+	if (!p || p->dir != dir)
+		return false;
+	*out = *p;
+	bpf_map_delete_elem(&tls_calls, &key);
+	return true;
+}
+
+/* A TLS write that begins a request on a connection whose socket is
+ * known: its client span is decided now, before a byte leaves, for the
+ * server at the other end (tlslink.h). goid: the writing goroutine in a
+ * Go program, else 0. A global function: verified once. */
+__noinline int tls_client_start(struct event_buf *e, __u32 n, __u64 pid_tgid, __u64 sk, __u64 goid)
+{
+	if (!e)
+		return 0;
+	BOUND(n, 0x1fff);
+	struct span_ctx own = {};
+	if (!is_request_start(e->data, n) || parse_traceparent(e->data, n, false, &own) == TP_FOUND)
+		return 0; /* not a request, or it carries its own traceparent */
+	struct conn_key k = {};
+	conn_key_of_sock((struct sock *)sk, &k);
+	conn_key_v4mapped(&k);
+	struct tls_link *l = bpf_map_lookup_elem(&tls_links, &k);
+	if (l && !l->reported && l->sock == sk && l->writer == pid_tgid)
+		return 0; /* a retry of the write that decided it */
+	struct tls_link fresh = {.sock = sk, .writer = pid_tgid};
+	/* The last request is still unread at the other end: which one the
+	 * server reads next cannot be told. */
+	fresh.ambiguous = l && !l->consumed;
+	struct go_id g = {.goid = goid};
+	new_client_ctx(pid_tgid, correlation_key((__u32)pid_tgid), &k, goid ? &g : 0, &fresh.cs.ctx,
+		       fresh.cs.parent_id);
+	bpf_map_update_elem(&tls_links, &k, &fresh, BPF_ANY);
+	return 0;
+}
+
+static __always_inline void tls_write_begins(__u64 pid_tgid, __u64 conn, __u64 buf, __u64 num,
+					     const struct go_id *gid)
+{
+	struct tls_conn_key tk = {.conn = conn, .tgid = pid_tgid >> 32};
+	__u64 *sk = bpf_map_lookup_elem(&tls_socks, &tk);
+	if (!sk || !num)
+		return;
+	__u64 sock = *sk;
+	__u32 zero = 0;
+	struct event_buf *e = bpf_map_lookup_elem(&scratch, &zero);
+	if (!e)
+		return;
+	struct user_buf ub = {.ptr = buf};
+	__u32 n = copy_payload(e, &ub, num > 0xffffffff ? 0xffffffff : num);
+	tls_client_start(e, n, pid_tgid, sock, gid ? gid->goid : 0);
+}
+
+/* A TLS call c moved n bytes of plaintext: they are the data of the
+ * socket its connection uses. False when nothing was reported. */
+static __always_inline bool tls_report(void *ctx, __u64 pid_tgid, const struct tls_call *c, __u64 n)
+{
+	if (c->dir == TLS_NO_PLAINTEXT || c->early || n == 0 || n > 0xffffffff)
+		return false;
+	__u64 sk = c->sock;
+	if (!sk) {
+		struct tls_conn_key k = {.conn = c->conn, .tgid = pid_tgid >> 32};
+		__u64 *s = bpf_map_lookup_elem(&tls_socks, &k);
+		if (!s) {
+			count(WEFT_STAT_TLS_NO_SOCK);
+			return false;
+		}
+		sk = *s;
+	}
+	struct user_buf ub = {.ptr = c->buf};
+	emit_data(ctx, (struct sock *)sk, c->dir, (__u32)n, &ub, true);
+	return true;
+}
+
+#endif
