@@ -32,6 +32,10 @@ echo "## HTTP/2 and gRPC: CPU per gRPC call, grpc-go client and server, 1000 una
 echo
 go run ./test/bench -grpc -rate 1000 -rounds 6 -duration 15s -modes off,on "$@"
 echo
+echo "## TLS: CPU per HTTPS request, nginx (TLS) in front of a Go backend and a Go HTTPS server, 1000 requests/s, weft off / with --tls=off / on"
+echo
+go run ./test/bench -tls -rate 1000 -rounds 6 -duration 15s -modes off,notls,on "$@"
+echo
 echo "## Right parents: a Go net/http chain at 1000 requests/s, off / on without runtime hooks / on"
 echo
 go run ./test/bench -go-chain -rate 1000 -rounds 6 -modes off,nohooks,on "$@"

@@ -38,7 +38,7 @@ var (
 	chainKA   = flag.Bool("chain-keepalive", false, "with -chain: the front keeps one backend connection per thread instead of one per call")
 	goChain   = flag.Bool("go-chain", false, "load a Go net/http chain: test/e2e/testdata/goasync's /req (waits 0-10 ms, calls the backend with net/http's client)")
 	nodeChain = flag.Bool("node-chain", false, "load a Node.js chain: test/e2e/testdata/nodeasync's /req (waits 0-10 ms, calls the backend with http.get through a keep-alive agent), weft's companion loaded by NODE_OPTIONS in every mode")
-	modes     = flag.String("modes", "off,on", "weft configurations, alternating: off, on, noprop (weft with --propagation=off), nohooks (weft with --runtime-hooks=off), floor (-send-cost only: no weft, the sender's connections in a pass-through sockhash), prof<Hz> (on, profiling at Hz), ratio<R> (on, sampling traces at ratio R), base (on, with the -weft-base binary: a baseline commit side by side), syscalls (on, on the syscall-tracepoint path), metrics (on, with RED and service-graph metrics, which every other mode leaves off)")
+	modes     = flag.String("modes", "off,on", "weft configurations, alternating: off, on, noprop (weft with --propagation=off), nohooks (weft with --runtime-hooks=off), notls (weft with --tls=off), floor (-send-cost only: no weft, the sender's connections in a pass-through sockhash), prof<Hz> (on, profiling at Hz), ratio<R> (on, sampling traces at ratio R), base (on, with the -weft-base binary: a baseline commit side by side), syscalls (on, on the syscall-tracepoint path), metrics (on, with RED and service-graph metrics, which every other mode leaves off)")
 )
 
 // rotated is order started at its i-th mode: over rounds, every mode runs
@@ -93,6 +93,13 @@ func main() {
 			*rate = 1000
 		}
 		runGRPCBench()
+		return
+	}
+	if *tlsBench {
+		if *rate == 0 {
+			*rate = 1000
+		}
+		runTLSBench()
 		return
 	}
 	if *jvmBench {
@@ -182,7 +189,10 @@ func startWeft(mode string, pids []int, otlp string, pre ...string) (*exec.Cmd, 
 		ps = append(ps, strconv.Itoa(p))
 	}
 	prop, hooks, probes := "headers", "on", "auto"
+	var extra []string // flags older weft binaries (-weft-base) lack
 	switch mode {
+	case "notls":
+		extra = append(extra, "--tls=off")
 	case "syscalls":
 		probes = "syscalls"
 	case "noprop":
@@ -200,6 +210,7 @@ func startWeft(mode string, pids []int, otlp string, pre ...string) (*exec.Cmd, 
 	args := append(pre, bin, "run", "--probes="+probes, "--pid="+strings.Join(ps, ","), "--propagation="+prop,
 		"--runtime-hooks="+hooks,
 		"--metrics-addr=127.0.0.1:"+strconv.Itoa(port), "--stats-interval=0", "--otlp-endpoint="+otlp, "--otlp-insecure")
+	args = append(args, extra...)
 	args = append(args, profileArgs(mode)...)
 	args = append(args, spanMetricsArgs(mode)...)
 	w := exec.Command(args[0], append(args[1:], samplerArgs(mode)...)...)

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"flag"
+	"fmt"
+	"log"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var tlsBench = flag.Bool("tls", false, "benchmark HTTPS (TLS capture by uprobes): nginx terminating TLS in front of a Go backend, and a Go HTTPS server (h2app, stripped), each loaded over HTTPS/1.1 with keep-alive at -rate (default 1000/s): CPU per request of the traced processes across -modes (notls: weft with --tls=off)")
+
+// nginxBenchConf: one worker terminating TLS, proxying to the backend
+// over a keepalive pool, so that the upstream side costs little.
+const nginxBenchConf = `daemon off;
+master_process on;
+worker_processes 1;
+pid %[1]s/nginx.pid;
+error_log stderr error;
+events { worker_connections 1024; }
+http {
+	access_log off;
+	client_body_temp_path %[1]s/body;
+	proxy_temp_path %[1]s/proxy;
+	fastcgi_temp_path %[1]s/fastcgi;
+	uwsgi_temp_path %[1]s/uwsgi;
+	scgi_temp_path %[1]s/scgi;
+	upstream backend { server %[2]s; keepalive 16; }
+	server {
+		listen 127.0.0.1:%[3]d ssl;
+		ssl_certificate %[1]s/cert.pem;
+		ssl_certificate_key %[1]s/key.pem;
+		location / {
+			proxy_pass http://backend;
+			proxy_http_version 1.1;
+			proxy_set_header Connection "";
+		}
+	}
+}
+`
+
+// runTLSBench measures what capturing TLS in clear costs per request: the
+// open-loop client (this process, untraced) speaks HTTPS/1.1 on kept-alive
+// connections to nginx with TLS (in front of websrv) and to h2app's Go
+// HTTPS server; the traced processes' CPU per request is compared across
+// modes, round by round, one scenario after the other.
+func runTLSBench() {
+	dir, err := os.MkdirTemp("", "weft-bench-")
+	check(err)
+	defer os.RemoveAll(dir)
+	check(os.WriteFile("/proc/sys/kernel/bpf_stats_enabled", []byte("1"), 0o644))
+	defer os.WriteFile("/proc/sys/kernel/bpf_stats_enabled", []byte("0"), 0o644)
+	srvBin, h2Bin := filepath.Join(dir, "websrv"), filepath.Join(dir, "h2app")
+	for bin, pkg := range map[string]string{srvBin: "./test/e2e/testdata/websrv", h2Bin: "./test/e2e/testdata/h2app"} {
+		if out, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, pkg).CombinedOutput(); err != nil {
+			log.Fatalf("build %s: %v\n%s", pkg, err, out)
+		}
+	}
+	backend, baddr := startServer(srvBin, "-mode=nethttp", "-addr=127.0.0.1:0")
+	defer backend.Process.Kill()
+	writeCert(dir)
+	port := freePort()
+	conf := filepath.Join(dir, "nginx.conf")
+	check(os.WriteFile(conf, []byte(fmt.Sprintf(nginxBenchConf, dir, baddr, port)), 0o644))
+	nginx := exec.Command("nginx", "-c", conf, "-e", "stderr")
+	nginx.Stderr = os.Stderr
+	check(nginx.Start())
+	defer nginx.Process.Kill()
+	naddr := "127.0.0.1:" + strconv.Itoa(port)
+	workers := waitNginx(nginx.Process.Pid, naddr)
+	goSrv, gaddr := startServer(h2Bin, "-mode=https-server")
+	defer goSrv.Process.Kill()
+
+	otlp := startSink()
+	order := strings.Split(*modes, ",")
+	for _, sc := range []struct {
+		name, url string
+		pids      []int
+	}{
+		{"nginx (TLS) → Go backend", "https://" + naddr + *urlPath, append([]int{nginx.Process.Pid, backend.Process.Pid}, workers...)},
+		{"Go HTTPS server (h2app, stripped)", "https://" + gaddr + "/req/0", []int{goSrv.Process.Pid}},
+	} {
+		openLoop(sc.url, *rate, 3*time.Second, *conns) // warm up
+		var runs []run
+		for i := 0; i < *rounds; i++ {
+			for _, m := range rotated(order, i) {
+				r := measure(sc.url, sc.pids, m, otlp)
+				r.round = i
+				runs = append(runs, r)
+			}
+		}
+		fmt.Printf("\n%s: HTTPS/1.1 at %d/s for %v per run, %d rounds; \"server CPU\" is every traced process together\n\n",
+			sc.name, *rate, *duration, *rounds)
+		report(runs, order)
+	}
+}
+
+// writeCert writes a self-signed certificate for 127.0.0.1 into dir.
+func writeCert(dir string) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	check(err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "localhost"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	check(err)
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	check(err)
+	check(os.WriteFile(filepath.Join(dir, "cert.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644))
+	check(os.WriteFile(filepath.Join(dir, "key.pem"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600))
+}
+
+// waitNginx waits until nginx answers on addr and returns its workers.
+func waitNginx(master int, addr string) []int {
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", master, master))
+		kids := strings.Fields(string(b))
+		if c, err := net.Dial("tcp", addr); err == nil && len(kids) > 0 {
+			c.Close()
+			var out []int
+			for _, k := range kids {
+				n, _ := strconv.Atoi(k)
+				out = append(out, n)
+			}
+			return out
+		}
+	}
+	log.Fatal("nginx did not come up")
+	return nil
+}
