@@ -1,5 +1,6 @@
 /* Go's crypto/tls: (*Conn).Read(b []byte) (int, error), (*Conn).Write
- * and (*Conn).handshakeContext, per Go process, at the stack check's jump
+ * and (*Conn).clientHandshake / serverHandshake, per Go process, at the
+ * stack check's jump
  * (the arguments: c in RAX, b's pointer in RBX, its length in RCX) and at
  * each RET (n in RAX), since Go moves stacks and uretprobes cannot be
  * used (gohooks.h). A call is keyed by its goroutine (R14's g): the

@@ -37,13 +37,17 @@ const (
 	// buffer) and at each return (the bytes moved).
 	TLSRead  = "crypto/tls.(*Conn).Read"
 	TLSWrite = "crypto/tls.(*Conn).Write"
-	// TLSHandshake moves ciphertext only; its socket calls name the
-	// connection's socket before the first write.
-	TLSHandshake = "crypto/tls.(*Conn).handshakeContext"
+	// TLSClientHandshake, TLSServerHandshake move ciphertext only; their
+	// socket calls name the connection's socket before the first write.
+	// (Not handshakeContext, which every Read and Write call: two more
+	// traps per call.)
+	TLSClientHandshake = "crypto/tls.(*Conn).clientHandshake"
+	TLSServerHandshake = "crypto/tls.(*Conn).serverHandshake"
 )
 
-// tlsFuncs are probed together or not at all.
-var tlsFuncs = []string{TLSRead, TLSWrite, TLSHandshake}
+// tlsFuncs are crypto/tls's probed functions: the read and write, and
+// whichever handshakes the program links (a client only has its own).
+var tlsFuncs = []string{TLSRead, TLSWrite, TLSClientHandshake, TLSServerHandshake}
 
 // Func is a probed function, by file offsets: its entry, where its
 // arguments can be read at the least cost (Probe), each RET, and each
@@ -103,15 +107,14 @@ func (b *Binary) NetHTTPClient() bool {
 	return rt || wl
 }
 
-// CryptoTLS reports whether the binary has crypto/tls's connection
-// read, write and handshake, each with its return instructions.
+// CryptoTLS reports whether the binary has crypto/tls's connection read
+// and write and a handshake, each with its return instructions.
 func (b *Binary) CryptoTLS() bool {
-	for _, name := range tlsFuncs {
-		if fn, ok := b.Funcs[name]; !ok || len(fn.Returns) == 0 {
-			return false
-		}
+	has := func(name string) bool {
+		fn, ok := b.Funcs[name]
+		return ok && len(fn.Returns) > 0
 	}
-	return true
+	return has(TLSRead) && has(TLSWrite) && (has(TLSClientHandshake) || has(TLSServerHandshake))
 }
 
 // Unsupported says why weft cannot follow this binary's goroutines, or "".
@@ -178,13 +181,13 @@ func Read(r io.ReaderAt) (b *Binary, err error) {
 	if b.Arch == "" && f.Machine == elf.EM_X86_64 {
 		b.Arch = "amd64"
 	}
-	ranges, stripped, err := funcRanges(f, NewProc1, RoundTrip, WriteLoop, casgstatus, TLSRead, TLSWrite, TLSHandshake)
+	ranges, stripped, err := funcRanges(f, append([]string{NewProc1, RoundTrip, WriteLoop, casgstatus}, tlsFuncs...)...)
 	if err != nil {
 		return nil, err
 	}
 	b.Stripped = stripped
 	b.G, b.gErr = gOffsets(f, b.GoVersion)
-	for _, name := range []string{NewProc1, RoundTrip, WriteLoop, TLSRead, TLSWrite, TLSHandshake} {
+	for _, name := range append([]string{NewProc1, RoundTrip, WriteLoop}, tlsFuncs...) {
 		rg, ok := ranges[name]
 		if !ok {
 			continue

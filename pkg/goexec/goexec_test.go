@@ -98,7 +98,7 @@ func TestStrippedBinaryHasTheSameFunctions(t *testing.T) {
 	}
 	// Both builds link the same code at the same addresses; only symbols
 	// and DWARF differ, after the code in the file.
-	for _, name := range []string{NewProc1, RoundTrip, WriteLoop, TLSRead, TLSWrite, TLSHandshake} {
+	for _, name := range []string{NewProc1, RoundTrip, WriteLoop, TLSRead, TLSWrite, TLSClientHandshake} {
 		f, s := full.Funcs[name], stripped.Funcs[name]
 		if f.Entry == 0 || f.Entry != s.Entry || f.Probe != s.Probe || len(f.Returns) != len(s.Returns) ||
 			len(f.Casg) != len(s.Casg) {
@@ -129,7 +129,7 @@ func TestReturnsAreRETInstructions(t *testing.T) {
 	if len(fn.Returns) == 0 || len(fn.Casg) == 0 {
 		t.Fatal("no returns or no casgstatus calls")
 	}
-	for _, name := range []string{NewProc1, TLSRead, TLSWrite, TLSHandshake} {
+	for _, name := range []string{NewProc1, TLSRead, TLSWrite, TLSClientHandshake} {
 		f := b.Funcs[name]
 		if len(f.Returns) == 0 {
 			t.Errorf("%s: no returns", name)
@@ -148,7 +148,7 @@ func TestReturnsAreRETInstructions(t *testing.T) {
 			t.Errorf("byte at %#x is %#x, not CALL", off, data[off])
 		}
 	}
-	for _, name := range []string{NewProc1, RoundTrip, WriteLoop, TLSRead, TLSWrite, TLSHandshake} {
+	for _, name := range []string{NewProc1, RoundTrip, WriteLoop, TLSRead, TLSWrite, TLSClientHandshake} {
 		p := b.Funcs[name].Probe
 		if op := data[p]; !(op >= 0x70 && op <= 0x7f) && !(op == 0x0f && data[p+1] >= 0x80 && data[p+1] <= 0x8f) {
 			t.Errorf("%s: probe at %#x is %#x, not a conditional jump", name, p, op)

@@ -208,8 +208,12 @@ func attachGoTLS(progs *tlsPrograms, pid int, bin *goexec.Binary, h *tlsHooks) (
 		return []string{name}, nil
 	}
 	var addrs, cookies []uint64
-	for fn, cookie := range map[string]uint64{goexec.TLSWrite: goTLSWrite, goexec.TLSRead: goTLSRead, goexec.TLSHandshake: goTLSHandshake} {
-		f := bin.Funcs[fn]
+	for fn, cookie := range map[string]uint64{goexec.TLSWrite: goTLSWrite, goexec.TLSRead: goTLSRead,
+		goexec.TLSClientHandshake: goTLSHandshake, goexec.TLSServerHandshake: goTLSHandshake} {
+		f, ok := bin.Funcs[fn]
+		if !ok || len(f.Returns) == 0 {
+			continue // a handshake the program does not link
+		}
 		addrs = append(addrs, f.Probe)
 		cookies = append(cookies, cookie)
 		for _, r := range f.Returns {
