@@ -1,23 +1,19 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"flag"
 	"fmt"
 	"log"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/weftdev/weft/test/testcert"
 )
 
 var tlsBench = flag.Bool("tls", false, "benchmark HTTPS (TLS capture by uprobes): nginx terminating TLS in front of a Go backend, and a Go HTTPS server (h2app, stripped), each loaded over HTTPS/1.1 with keep-alive at -rate (default 1000/s): CPU per request of the traced processes across -modes (notls: weft with --tls=off)")
@@ -70,14 +66,19 @@ func runTLSBench() {
 	}
 	backend, baddr := startServer(srvBin, "-mode=nethttp", "-addr=127.0.0.1:0")
 	defer backend.Process.Kill()
-	writeCert(dir)
+	_, _, err = testcert.Files(dir)
+	check(err)
 	port := freePort()
 	conf := filepath.Join(dir, "nginx.conf")
 	check(os.WriteFile(conf, []byte(fmt.Sprintf(nginxBenchConf, dir, baddr, port)), 0o644))
 	nginx := exec.Command("nginx", "-c", conf, "-e", "stderr")
 	nginx.Stderr = os.Stderr
 	check(nginx.Start())
-	defer nginx.Process.Kill()
+	defer func() {
+		// SIGTERM: the master stops its workers (a SIGKILL leaves them).
+		nginx.Process.Signal(syscall.SIGTERM)
+		nginx.Wait()
+	}()
 	naddr := "127.0.0.1:" + strconv.Itoa(port)
 	workers := waitNginx(nginx.Process.Pid, naddr)
 	goSrv, gaddr := startServer(h2Bin, "-mode=https-server")
@@ -105,21 +106,6 @@ func runTLSBench() {
 			sc.name, *rate, *duration, *rounds)
 		report(runs, order)
 	}
-}
-
-// writeCert writes a self-signed certificate for 127.0.0.1 into dir.
-func writeCert(dir string) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	check(err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "localhost"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	check(err)
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	check(err)
-	check(os.WriteFile(filepath.Join(dir, "cert.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644))
-	check(os.WriteFile(filepath.Join(dir, "key.pem"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600))
 }
 
 // waitNginx waits until nginx answers on addr and returns its workers.

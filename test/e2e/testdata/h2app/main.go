@@ -12,17 +12,12 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -40,6 +35,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/weftdev/weft/test/testcert"
 )
 
 func main() {
@@ -155,29 +152,7 @@ func h2cClient(addr string, n int) error {
 	protos.SetUnencryptedHTTP2(true)
 	tr := &http.Transport{Protocols: &protos, MaxConnsPerHost: 1}
 	c := &http.Client{Transport: tr, Timeout: 30 * time.Second}
-	get := func(i int) error {
-		req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://%s/req/%d", addr, i), nil)
-		if err != nil {
-			return err
-		}
-		if tp := traceparentOf(i); tp != "" {
-			req.Header.Set("traceparent", tp)
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		got, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return fmt.Errorf("request %d: %w", i, err)
-		}
-		if resp.ProtoMajor != 2 || resp.StatusCode != statusOf(i) || string(got) != string(body(i)) {
-			return fmt.Errorf("request %d: %s %d, %d body bytes (want HTTP/2, %d, %d bytes as sent)",
-				i, resp.Proto, resp.StatusCode, len(got), statusOf(i), len(body(i)))
-		}
-		return nil
-	}
+	get := func(i int) error { return fetch(c, fmt.Sprintf("http://%s/req/%d", addr, i), i, 2) }
 	if err := get(0); err != nil {
 		return err
 	}
@@ -191,7 +166,7 @@ func h2cClient(addr string, n int) error {
 // httpsServer serves answer over TLS, HTTP/1.1 or HTTP/2 as the client
 // asks (ALPN), with a certificate made at start.
 func httpsServer() error {
-	cert, err := selfSigned()
+	cert, err := testcert.New()
 	if err != nil {
 		return err
 	}
@@ -204,21 +179,6 @@ func httpsServer() error {
 	protos.SetHTTP1(true)
 	protos.SetHTTP2(true)
 	return (&http.Server{Protocols: &protos, Handler: answer}).Serve(ln)
-}
-
-// selfSigned makes a certificate for 127.0.0.1.
-func selfSigned() (tls.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now().Add(-time.Hour),
-		NotAfter: time.Now().Add(24 * time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 }
 
 // httpsClient sends n requests, 16 at a time, over HTTPS: with http1,
@@ -238,32 +198,38 @@ func httpsClient(addr string, n int, http1 bool) error {
 	get := func(i int) error {
 		sem <- struct{}{}
 		defer func() { <-sem }()
-		req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("https://%s/req/%d", addr, i), nil)
-		if err != nil {
-			return err
-		}
-		if tp := traceparentOf(i); tp != "" {
-			req.Header.Set("traceparent", tp)
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		got, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return fmt.Errorf("request %d: %w", i, err)
-		}
-		if resp.ProtoMajor != wantMajor || resp.StatusCode != statusOf(i) || string(got) != string(body(i)) {
-			return fmt.Errorf("request %d: %s %d, %d body bytes (want HTTP/%d, %d, %d bytes as sent)",
-				i, resp.Proto, resp.StatusCode, len(got), wantMajor, statusOf(i), len(body(i)))
-		}
-		return nil
+		return fetch(c, fmt.Sprintf("https://%s/req/%d", addr, i), i, wantMajor)
 	}
 	if err := concurrently(0, n, get); err != nil {
 		return err
 	}
 	fmt.Println("ok")
+	return nil
+}
+
+// fetch sends request i to url and checks its answer byte for byte, and
+// that it came over HTTP/major.
+func fetch(c *http.Client, url string, i, major int) error {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	if tp := traceparentOf(i); tp != "" {
+		req.Header.Set("traceparent", tp)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("request %d: %w", i, err)
+	}
+	if resp.ProtoMajor != major || resp.StatusCode != statusOf(i) || string(got) != string(body(i)) {
+		return fmt.Errorf("request %d: %s %d, %d body bytes (want HTTP/%d, %d, %d bytes as sent)",
+			i, resp.Proto, resp.StatusCode, len(got), major, statusOf(i), len(body(i)))
+	}
 	return nil
 }
 
@@ -325,7 +291,7 @@ func grpcServer(useTLS bool) error {
 	fmt.Println(ln.Addr())
 	var opts []grpc.ServerOption
 	if useTLS {
-		cert, err := selfSigned()
+		cert, err := testcert.New()
 		if err != nil {
 			return err
 		}
