@@ -374,13 +374,17 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 				      bool tls)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	if (!tls && tls_nested(pid_tgid, (__u64)sk)) {
-		/* Ciphertext: the TLS call reports its plaintext. The socket is
-		 * tracked all the same, for its close. */
-		__u64 id = (__u64)sk;
-		__u8 one = SOCK_TRACKED;
-		bpf_map_update_elem(&tracked_socks, &id, &one, BPF_NOEXIST);
-		return;
+	if (!tls) {
+		struct proc_info *pi = proc_of(pid_tgid >> 32);
+		if (tls_nested(pi, pid_tgid, (__u64)sk)) {
+			/* Ciphertext: the TLS call reports its plaintext. The
+			 * socket is tracked all the same, for its close. */
+			__u64 id = (__u64)sk;
+			__u8 one = SOCK_TRACKED;
+			bpf_map_update_elem(&tracked_socks, &id, &one, BPF_NOEXIST);
+			return;
+		}
+		tls_bio_socket_call(pi, pid_tgid, (__u64)sk, dir, ub, bytes);
 	}
 	/* The plaintext of a TLS socket is another stream than its bytes on
 	 * the wire (a handshake outside the calls, say): keyed apart. */

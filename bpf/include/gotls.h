@@ -56,7 +56,7 @@ static __always_inline int go_tls(struct pt_regs *ctx)
 	default:
 		return 0;
 	}
-	tls_call_begin(key, &c);
+	tls_call_begin(pi, key, &c);
 	if (c.dir != WEFT_DIR_EGRESS)
 		return 0;
 	tls_write_begins(pid_tgid, c.conn, c.buf, ctx->cx, &id);

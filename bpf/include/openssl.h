@@ -9,7 +9,11 @@
  *   int SSL_write_ex(SSL *s, const void *buf, size_t num, size_t *written)
  *   int SSL_do_handshake(SSL *s)   (SSL_connect and SSL_accept call it)
  *
- * tls.h ties each call to its socket, tlscall.h reports it. Included by
+ *   void SSL_free(SSL *s)
+ *   int BIO_write(BIO *b, const void *data, int dlen)   (libcrypto)
+ *
+ * tls.h ties each call to its socket (tlsbio.h where the library moves
+ * the ciphertext itself), tlscall.h reports it. Included by
  * common.h after emit_data. */
 #ifndef WEFT_OPENSSL_H
 #define WEFT_OPENSSL_H
@@ -27,6 +31,12 @@ enum ssl_fn {
 	 * socket before the first write, whose client span is decided at its
 	 * start. */
 	SSL_FN_HANDSHAKE = 4,
+	/* void SSL_free(SSL *s), entry only: the connection's address may
+	 * name the next one (tlsbio.h). */
+	SSL_FN_FREE = 5,
+	/* int BIO_write(BIO *b, const void *data, int dlen), entry only: the
+	 * ciphertext going to or coming from a memory BIO (tlsbio.h). */
+	SSL_FN_BIO_WRITE = 6,
 };
 
 static __always_inline int ssl_enter(struct pt_regs *ctx)
@@ -35,6 +45,14 @@ static __always_inline int ssl_enter(struct pt_regs *ctx)
 	if (!pid_traced(pid_tgid >> 32))
 		return 0;
 	__u64 fn = bpf_get_attach_cookie(ctx);
+	if (fn == SSL_FN_FREE) {
+		tls_conn_freed(pid_tgid >> 32, ctx->di);
+		return 0;
+	}
+	if (fn == SSL_FN_BIO_WRITE) {
+		tls_bio_write(proc_of(pid_tgid >> 32), pid_tgid, ctx->si, (__u64)(int)ctx->dx);
+		return 0;
+	}
 	bool ex = fn == SSL_FN_WRITE_EX || fn == SSL_FN_READ_EX;
 	struct tls_call c = {.conn = ctx->di, .buf = ctx->si, .done = ex ? ctx->cx : 0};
 	switch (fn) {
@@ -53,7 +71,9 @@ static __always_inline int ssl_enter(struct pt_regs *ctx)
 	default:
 		return 0;
 	}
-	tls_call_begin(pid_tgid, &c);
+	struct proc_info *pi = proc_of(pid_tgid >> 32);
+	tls_bio_call_begins(pi, pid_tgid, c.conn);
+	tls_call_begin(pi, pid_tgid, &c);
 	if (c.dir == WEFT_DIR_EGRESS)
 		tls_write_begins(pid_tgid, c.conn, c.buf, ex ? ctx->dx : (__u64)(int)ctx->dx, 0);
 	return 0;

@@ -15,6 +15,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include "weft.h"
+#include "procmode.h"
 
 /* An open read or write call of a TLS library, per thread. */
 struct tls_call {
@@ -71,21 +72,32 @@ static __always_inline __u64 go_tls_key(__u32 tgid, __u64 goid)
 /* tls_calls' key for the current call: its thread, or in a Go program its
  * goroutine, which may move to another thread between the TLS call and
  * its socket calls. */
-static __always_inline __u64 tls_call_key(__u64 pid_tgid)
+static __always_inline __u64 tls_call_key(struct proc_info *pi, __u64 pid_tgid)
 {
-	struct proc_info *pi = proc_of(pid_tgid >> 32);
 	struct go_id id;
-	if (!pi || pi->mode != WEFT_MODE_GO || !go_id_of(pi, user_g(), &id))
+	if (pi->mode != WEFT_MODE_GO || !go_id_of(pi, user_g(), &id))
 		return pid_tgid;
 	return go_tls_key(pid_tgid >> 32, id.goid);
 }
 
-/* A socket call made inside an open TLS call of this thread (goroutine):
- * ties the call's connection object to the socket; true when it is so
- * (its bytes are ciphertext, reported as the call's plaintext instead). */
-static __always_inline bool tls_nested(__u64 pid_tgid, __u64 sk)
+/* Notes that process pi makes TLS calls of kind flags (weft_proc_tls), so
+ * that its socket calls are checked against them: processes without
+ * any pay no lookup. */
+static __always_inline void proc_tls_mark(struct proc_info *pi, __u8 flags)
 {
-	__u64 key = tls_call_key(pid_tgid);
+	if (pi && (pi->tls & flags) != flags)
+		pi->tls |= flags;
+}
+
+/* A socket call made inside an open TLS call of this thread (goroutine)
+ * of process pi: ties the call's connection object to the socket; true
+ * when it is so (its bytes are ciphertext, reported as the call's
+ * plaintext instead). */
+static __always_inline bool tls_nested(struct proc_info *pi, __u64 pid_tgid, __u64 sk)
+{
+	if (!pi || !(pi->tls & WEFT_PROC_TLS_CALLS))
+		return false;
+	__u64 key = tls_call_key(pi, pid_tgid);
 	struct tls_call *c = bpf_map_lookup_elem(&tls_calls, &key);
 	if (!c)
 		return false;
@@ -96,5 +108,7 @@ static __always_inline bool tls_nested(__u64 pid_tgid, __u64 sk)
 	}
 	return true;
 }
+
+#include "tlsbio.h"
 
 #endif

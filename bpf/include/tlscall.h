@@ -8,11 +8,12 @@
 #include "common.h"
 #include "sockfd.h"
 
-/* Notes call c under key. A handshake the library runs inside an open
+/* Notes call c of process pi under key. A handshake the library runs inside an open
  * read or write of the same connection (Go's Write before its first
  * handshake) leaves that call's note alone. */
-static __always_inline void tls_call_begin(__u64 key, const struct tls_call *c)
+static __always_inline void tls_call_begin(struct proc_info *pi, __u64 key, const struct tls_call *c)
 {
+	proc_tls_mark(pi, WEFT_PROC_TLS_CALLS);
 	if (c->dir == TLS_NO_PLAINTEXT) {
 		struct tls_call *open = bpf_map_lookup_elem(&tls_calls, &key);
 		if (open && open->conn == c->conn && open->dir != TLS_NO_PLAINTEXT)

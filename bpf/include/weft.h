@@ -64,7 +64,8 @@ enum weft_stat {
 	WEFT_STAT_H2_CUT = 20,        /* an HTTP/2 connection's copy lost its framing (over 4 KiB of headers in a call) */
 	WEFT_STAT_TLS_NO_SOCK = 21,   /* TLS plaintext whose socket no nested call showed: not reported */
 	WEFT_STAT_TLS_LINK_AMBIGUOUS = 22, /* TLS request read while its client had sent another: no link to it */
-	WEFT_STAT_MAX = 23,
+	WEFT_STAT_TLS_BIO_LEARNED = 23, /* a memory-BIO TLS connection tied to its socket by its ciphertext (tlsbio.h) */
+	WEFT_STAT_MAX = 24,
 };
 
 struct event_header {
@@ -131,7 +132,16 @@ struct proc_info {
 	               * sockhash: sk_msg needs its sending goroutines noted */
 	__u16 goid_off;
 	__u16 parent_goid_off;
-	__u16 _pad2;
+	__u8 tls; /* enum weft_proc_tls: set by the kernel side at its first
+	           * TLS call, kept by user space */
+	__u8 _pad2;
+};
+
+/* What a process's TLS library calls need of its socket calls (tls.h). */
+enum weft_proc_tls {
+	WEFT_PROC_TLS_CALLS = 1, /* TLS calls: a socket call may be nested in one */
+	WEFT_PROC_TLS_BIO = 2,   /* a BIO_write probe fired: OpenSSL, which may move
+	                          * the ciphertext itself through memory BIOs (tlsbio.h) */
 };
 
 /* Frames bpf_get_stack records per stack (user or kernel). */

@@ -143,6 +143,7 @@ func (l *loop) snapshot() map[string]uint64 {
 		out["h2_conns_cut"] = s.H2Cut
 		out["tls_calls_without_socket"] = s.TLSNoSocket
 		out["tls_links_ambiguous"] = s.TLSLinkAmbiguous
+		out["tls_bio_sockets_learned"] = s.TLSBIOLearned
 	}
 	return out
 }

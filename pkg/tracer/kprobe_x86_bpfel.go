@@ -156,7 +156,8 @@ type kprobeProcInfo struct {
 	Clients       uint8
 	GoidOff       uint16
 	ParentGoidOff uint16
-	Pad2          uint16
+	Tls           uint8
+	Pad2          uint8
 }
 
 type kprobeServing struct {
@@ -229,6 +230,12 @@ type kprobeTlsConnKey struct {
 	Pad  uint32
 }
 
+type kprobeTlsFpKey struct {
+	_    structs.HostLayout
+	Tgid uint32
+	B    [24]uint8
+}
+
 type kprobeTlsLink struct {
 	_         structs.HostLayout
 	Cs        kprobeClientSpan
@@ -289,7 +296,10 @@ const (
 	kprobeMapThreadParent            = "thread_parent"
 	kprobeMapThreadSlot              = "thread_slot"
 	kprobeMapTlsCalls                = "tls_calls"
+	kprobeMapTlsFed                  = "tls_fed"
+	kprobeMapTlsInFps                = "tls_in_fps"
 	kprobeMapTlsLinks                = "tls_links"
+	kprobeMapTlsOutFps               = "tls_out_fps"
 	kprobeMapTlsSocks                = "tls_socks"
 	kprobeMapTracesCtxV1             = "traces_ctx_v1"
 	kprobeMapTrackedSocks            = "tracked_socks"
@@ -468,7 +478,10 @@ type kprobeMapSpecs struct {
 	ThreadParent    *ebpf.MapSpec `ebpf:"thread_parent"`
 	ThreadSlot      *ebpf.MapSpec `ebpf:"thread_slot"`
 	TlsCalls        *ebpf.MapSpec `ebpf:"tls_calls"`
+	TlsFed          *ebpf.MapSpec `ebpf:"tls_fed"`
+	TlsInFps        *ebpf.MapSpec `ebpf:"tls_in_fps"`
 	TlsLinks        *ebpf.MapSpec `ebpf:"tls_links"`
+	TlsOutFps       *ebpf.MapSpec `ebpf:"tls_out_fps"`
 	TlsSocks        *ebpf.MapSpec `ebpf:"tls_socks"`
 	TracesCtxV1     *ebpf.MapSpec `ebpf:"traces_ctx_v1"`
 	TrackedSocks    *ebpf.MapSpec `ebpf:"tracked_socks"`
@@ -557,7 +570,10 @@ type kprobeMaps struct {
 	ThreadParent    *ebpf.Map `ebpf:"thread_parent"`
 	ThreadSlot      *ebpf.Map `ebpf:"thread_slot"`
 	TlsCalls        *ebpf.Map `ebpf:"tls_calls"`
+	TlsFed          *ebpf.Map `ebpf:"tls_fed"`
+	TlsInFps        *ebpf.Map `ebpf:"tls_in_fps"`
 	TlsLinks        *ebpf.Map `ebpf:"tls_links"`
+	TlsOutFps       *ebpf.Map `ebpf:"tls_out_fps"`
 	TlsSocks        *ebpf.Map `ebpf:"tls_socks"`
 	TracesCtxV1     *ebpf.Map `ebpf:"traces_ctx_v1"`
 	TrackedSocks    *ebpf.Map `ebpf:"tracked_socks"`
@@ -604,7 +620,10 @@ func (m *kprobeMaps) Close() error {
 		m.ThreadParent,
 		m.ThreadSlot,
 		m.TlsCalls,
+		m.TlsFed,
+		m.TlsInFps,
 		m.TlsLinks,
+		m.TlsOutFps,
 		m.TlsSocks,
 		m.TracesCtxV1,
 		m.TrackedSocks,

@@ -17,12 +17,17 @@ import (
 // OpenSSL's functions bpf/include/openssl.h probes, in the order of its
 // enum ssl_fn (their probes' cookies). The _ex variants came with 1.1.1;
 // a library without them is probed on the others. The handshake's nested
-// calls name the socket before the first write (tlslink.h).
-var sslFuncs = []string{"SSL_write", "SSL_write_ex", "SSL_read", "SSL_read_ex", "SSL_do_handshake"}
+// calls name the socket before the first write (tlslink.h). SSL_free and
+// libcrypto's BIO_write (a runtime feeding memory BIOs, tlsbio.h) are
+// probed at their entry only (returning).
+var sslFuncs = []string{"SSL_write", "SSL_write_ex", "SSL_read", "SSL_read_ex", "SSL_do_handshake", sslFree, bioWrite}
 
 const (
-	sslWrite  = "SSL_write"
-	libsslPfx = "libssl.so"
+	sslWrite     = "SSL_write"
+	sslFree      = "SSL_free"
+	bioWrite     = "BIO_write"
+	libsslPfx    = "libssl.so"
+	libcryptoPfx = "libcrypto.so"
 )
 
 // sslRequired are the functions without which a library is not taken for
@@ -51,19 +56,25 @@ type tlsHooks struct {
 // opensslFiles lists the files whose OpenSSL process pid runs or may run:
 // its executable when it defines SSL_write itself (a static build, as
 // Node.js's), the libssl it mapped, and every libssl.so.* of the usual
-// library directories.
-func opensslFiles(pid int) map[fileID]string {
+// library directories; with any of them and memBIO, the libcrypto files
+// found the same way (BIO_write).
+func opensslFiles(pid int, memBIO bool) map[fileID]string {
 	proc := "/proc/" + strconv.Itoa(pid)
 	var paths []string
 	if definesFunc(proc+"/exe", sslWrite) {
 		paths = append(paths, proc+"/exe")
 	}
-	if p, err := mappedLib(pid, libsslPfx); err == nil {
-		paths = append(paths, p)
-	}
-	for _, dir := range sslLibDirs {
-		m, _ := filepath.Glob(proc + "/root" + dir + "/" + libsslPfx + ".*")
-		paths = append(paths, m...)
+	for _, pfx := range []string{libsslPfx, libcryptoPfx} {
+		if pfx == libcryptoPfx && (len(paths) == 0 || !memBIO) {
+			break
+		}
+		if p, err := mappedLib(pid, pfx); err == nil {
+			paths = append(paths, p)
+		}
+		for _, dir := range sslLibDirs {
+			m, _ := filepath.Glob(proc + "/root" + dir + "/" + pfx + ".*")
+			paths = append(paths, m...)
+		}
 	}
 	out := map[fileID]string{}
 	for _, p := range paths {
@@ -84,13 +95,15 @@ func opensslFiles(pid int) map[fileID]string {
 // attachOpenSSL puts the TLS probes on every OpenSSL file process pid
 // runs or may run that h does not have yet, for that process only, and
 // returns every file h has, as the process names them (for the log and
-// `weft doctor`); none found is not an error.
-func attachOpenSSL(progs *tlsPrograms, pid int, h *tlsHooks) ([]string, error) {
-	for id, path := range opensslFiles(pid) {
+// `weft doctor`); none found is not an error. memBIO: BIO_write is
+// probed too, for connections on memory BIOs (tlsbio.h).
+func attachOpenSSL(progs *tlsPrograms, pid int, h *tlsHooks, memBIO bool) ([]string, error) {
+	for id, path := range opensslFiles(pid, memBIO) {
 		if _, ok := h.files[id]; ok {
 			continue
 		}
 		has := definedFuncs(path, sslFuncs...)
+		has[bioWrite] = has[bioWrite] && memBIO
 		var syms []string
 		var cookies []uint64
 		for i, fn := range sslFuncs {
@@ -99,7 +112,7 @@ func attachOpenSSL(progs *tlsPrograms, pid int, h *tlsHooks) ([]string, error) {
 				cookies = append(cookies, uint64(i))
 			}
 		}
-		if !sslAll(has) {
+		if !sslAll(has) && !has[bioWrite] {
 			h.files[id] = "" // another library of that name: not OpenSSL's
 			continue
 		}
@@ -143,7 +156,11 @@ func (p *tlsPrograms) attach(ex *link.Executable, pid int, syms []string, cookie
 		if err != nil {
 			return nil, fmt.Errorf("uprobe_multi %v: %w", syms, err)
 		}
-		out, err := ex.UretprobeMulti(syms, p.RetMulti, opts)
+		retSyms, retCookies := returning(syms, cookies)
+		if len(retSyms) == 0 {
+			return hookLinks{in}, nil
+		}
+		out, err := ex.UretprobeMulti(retSyms, p.RetMulti, &link.UprobeMultiOptions{PID: uint32(pid), Cookies: retCookies})
 		if err != nil {
 			in.Close()
 			return nil, fmt.Errorf("uretprobe_multi %v: %w", syms, err)
@@ -158,6 +175,10 @@ func (p *tlsPrograms) attach(ex *link.Executable, pid int, syms []string, cookie
 			hooks.Close()
 			return nil, fmt.Errorf("uprobe %s: %w", sym, err)
 		}
+		if sslEntryOnly[sym] {
+			hooks = append(hooks, in)
+			continue
+		}
 		out, err := ex.Uretprobe(sym, p.Ret, opts)
 		if err != nil {
 			in.Close()
@@ -167,6 +188,23 @@ func (p *tlsPrograms) attach(ex *link.Executable, pid int, syms []string, cookie
 		hooks = append(hooks, in, out)
 	}
 	return hooks, nil
+}
+
+// sslEntryOnly are the functions whose returns are not probed.
+var sslEntryOnly = map[string]bool{sslFree: true, bioWrite: true}
+
+// returning drops the functions probed at their entry only from syms and
+// their cookies.
+func returning(syms []string, cookies []uint64) ([]string, []uint64) {
+	var s []string
+	var c []uint64
+	for i, sym := range syms {
+		if !sslEntryOnly[sym] {
+			s = append(s, sym)
+			c = append(c, cookies[i])
+		}
+	}
+	return s, c
 }
 
 // displayName is a probed file's path as the process sees it.

@@ -56,12 +56,23 @@ func (c Correlation) info() tpProcInfo {
 	return tpProcInfo{Mode: uint8(c.Mode), GoidOff: c.g.Goid, ParentGoidOff: c.g.ParentGoid}
 }
 
+// infoKeeping is c's proc_mode entry keeping what the kernel side noted
+// in cur (the process's TLS calls, tls.h).
+func (c Correlation) infoKeeping(cur tpProcInfo) tpProcInfo {
+	i := c.info()
+	i.Tls = cur.Tls
+	return i
+}
+
 // hookPlan is what a runtime needs attached to one process, and the mode
 // the process falls back to when it cannot be (hooks off or failing).
 type hookPlan struct {
 	attach   func(progs *runtimePrograms, pid int) (io.Closer, error)
 	fallback Correlation
 	bin      *goexec.Binary // a Go program's functions (its crypto/tls)
+	// socketBIO: its TLS connections run on socket BIOs only (nginx), so
+	// BIO_write, called by every TLS write there, is not probed.
+	socketBIO bool
 }
 
 // Classify reads a process's executable and says how its requests can be
@@ -77,7 +88,7 @@ func Classify(pid int) (Correlation, *hookPlan) {
 	case errors.Is(err, goexec.ErrNotGo):
 		if isNginx(exe) {
 			return Correlation{Mode: ModeThread, Reason: "nginx: upstream requests tied to their downstream request"},
-				&hookPlan{attach: attachNginx, fallback: Correlation{Mode: ModeThread, Reason: "nginx without upstream hooks: by thread"}}
+				&hookPlan{attach: attachNginx, fallback: Correlation{Mode: ModeThread, Reason: "nginx without upstream hooks: by thread"}, socketBIO: true}
 		}
 		if isNode(exe) {
 			// Without the companion's announcements its client spans are
@@ -219,7 +230,7 @@ func (t *Tracer) setupRuntime(pid uint32) Correlation {
 	if err := t.objs.ProcMode.Lookup(pid, &cur); err == nil && Mode(cur.Mode) == ModeAgent {
 		// It speaks the mount protocol: the ids its agent mounts rule.
 		c = Correlation{Mode: ModeAgent, Reason: "an agent mounts request ids on its threads (" + c.Reason + ")"}
-	} else if err := t.objs.ProcMode.Put(pid, c.info()); err != nil {
+	} else if err := t.objs.ProcMode.Put(pid, c.infoKeeping(cur)); err != nil {
 		t.log.Warn("cannot set a process's correlation", "pid", pid, "err", err)
 		c = Correlation{Mode: ModeUnknown, Reason: fmt.Sprintf("proc_mode map: %v", err)}
 	}
@@ -253,7 +264,7 @@ func (t *Tracer) attachTLS(pid uint32, c Correlation, plan *hookPlan) string {
 	case c.Mode == ModeGo || c.Mode == ModeRefuse:
 		return "" // a Go program weft cannot follow by goroutine
 	default:
-		libs, err = attachOpenSSL(&t.tls, int(pid), h)
+		libs, err = attachOpenSSL(&t.tls, int(pid), h, plan == nil || !plan.socketBIO)
 	}
 	switch {
 	case err != nil:

@@ -42,6 +42,9 @@ type Stats struct {
 	// TLSLinkAmbiguous: TLS requests between two traced processes read
 	// while their client had sent another: not linked to a client span.
 	TLSLinkAmbiguous uint64
+	// TLSBIOLearned: TLS connections moving their ciphertext through
+	// memory BIOs tied to their socket by that ciphertext.
+	TLSBIOLearned uint64
 }
 
 // Lost is the number of events the kernel could not deliver (stack
@@ -91,6 +94,7 @@ func (t *Tracer) Stats() (Stats, error) {
 		{tpWeftStatWEFT_STAT_H2CUT, &s.H2Cut},
 		{tpWeftStatWEFT_STAT_TLS_NO_SOCK, &s.TLSNoSocket},
 		{tpWeftStatWEFT_STAT_TLS_LINK_AMBIGUOUS, &s.TLSLinkAmbiguous},
+		{tpWeftStatWEFT_STAT_TLS_BIO_LEARNED, &s.TLSBIOLearned},
 	} {
 		if *f.dst, err = sum(f.idx); err != nil {
 			return s, err

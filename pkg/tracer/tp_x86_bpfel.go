@@ -158,7 +158,8 @@ type tpProcInfo struct {
 	Clients       uint8
 	GoidOff       uint16
 	ParentGoidOff uint16
-	Pad2          uint16
+	Tls           uint8
+	Pad2          uint8
 }
 
 type tpServing struct {
@@ -229,6 +230,12 @@ type tpTlsConnKey struct {
 	Conn uint64
 	Tgid uint32
 	Pad  uint32
+}
+
+type tpTlsFpKey struct {
+	_    structs.HostLayout
+	Tgid uint32
+	B    [24]uint8
 }
 
 type tpTlsLink struct {
@@ -319,7 +326,8 @@ const (
 	tpWeftStatWEFT_STAT_H2CUT              tpWeftStat = 20
 	tpWeftStatWEFT_STAT_TLS_NO_SOCK        tpWeftStat = 21
 	tpWeftStatWEFT_STAT_TLS_LINK_AMBIGUOUS tpWeftStat = 22
-	tpWeftStatWEFT_STAT_MAX                tpWeftStat = 23
+	tpWeftStatWEFT_STAT_TLS_BIO_LEARNED    tpWeftStat = 23
+	tpWeftStatWEFT_STAT_MAX                tpWeftStat = 24
 )
 
 // Names of all BPF objects in the ELF.
@@ -363,7 +371,10 @@ const (
 	tpMapThreadParent            = "thread_parent"
 	tpMapThreadSlot              = "thread_slot"
 	tpMapTlsCalls                = "tls_calls"
+	tpMapTlsFed                  = "tls_fed"
+	tpMapTlsInFps                = "tls_in_fps"
 	tpMapTlsLinks                = "tls_links"
+	tpMapTlsOutFps               = "tls_out_fps"
 	tpMapTlsSocks                = "tls_socks"
 	tpMapTracesCtxV1             = "traces_ctx_v1"
 	tpMapTrackedSocks            = "tracked_socks"
@@ -570,7 +581,10 @@ type tpMapSpecs struct {
 	ThreadParent   *ebpf.MapSpec `ebpf:"thread_parent"`
 	ThreadSlot     *ebpf.MapSpec `ebpf:"thread_slot"`
 	TlsCalls       *ebpf.MapSpec `ebpf:"tls_calls"`
+	TlsFed         *ebpf.MapSpec `ebpf:"tls_fed"`
+	TlsInFps       *ebpf.MapSpec `ebpf:"tls_in_fps"`
 	TlsLinks       *ebpf.MapSpec `ebpf:"tls_links"`
+	TlsOutFps      *ebpf.MapSpec `ebpf:"tls_out_fps"`
 	TlsSocks       *ebpf.MapSpec `ebpf:"tls_socks"`
 	TracesCtxV1    *ebpf.MapSpec `ebpf:"traces_ctx_v1"`
 	TrackedSocks   *ebpf.MapSpec `ebpf:"tracked_socks"`
@@ -657,7 +671,10 @@ type tpMaps struct {
 	ThreadParent   *ebpf.Map `ebpf:"thread_parent"`
 	ThreadSlot     *ebpf.Map `ebpf:"thread_slot"`
 	TlsCalls       *ebpf.Map `ebpf:"tls_calls"`
+	TlsFed         *ebpf.Map `ebpf:"tls_fed"`
+	TlsInFps       *ebpf.Map `ebpf:"tls_in_fps"`
 	TlsLinks       *ebpf.Map `ebpf:"tls_links"`
+	TlsOutFps      *ebpf.Map `ebpf:"tls_out_fps"`
 	TlsSocks       *ebpf.Map `ebpf:"tls_socks"`
 	TracesCtxV1    *ebpf.Map `ebpf:"traces_ctx_v1"`
 	TrackedSocks   *ebpf.Map `ebpf:"tracked_socks"`
@@ -702,7 +719,10 @@ func (m *tpMaps) Close() error {
 		m.ThreadParent,
 		m.ThreadSlot,
 		m.TlsCalls,
+		m.TlsFed,
+		m.TlsInFps,
 		m.TlsLinks,
+		m.TlsOutFps,
 		m.TlsSocks,
 		m.TracesCtxV1,
 		m.TrackedSocks,

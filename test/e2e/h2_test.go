@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -189,7 +190,7 @@ func TestHTTP2Streams(t *testing.T) {
 // per call on each side, with the RPC attributes and the gRPC status.
 func TestGRPCCalls(t *testing.T) {
 	setup(t)
-	testGRPCClient(t, false, func(addr string, n int) *goClient {
+	testGRPCClient(t, "", func(addr string, n int, _ string) *goClient {
 		return startGoClient(t, "-mode=grpc-client", "-addr="+addr, "-n="+strconv.Itoa(n))
 	})
 }
@@ -198,7 +199,7 @@ func TestGRPCCalls(t *testing.T) {
 // HTTP/2 on top.
 func TestGRPCCallsTLS(t *testing.T) {
 	setup(t)
-	testGRPCClient(t, true, func(addr string, n int) *goClient {
+	testGRPCClient(t, "h2app (crypto/tls)", func(addr string, n int, _ string) *goClient {
 		return startGoClient(t, "-mode=grpc-client", "-tls", "-addr="+addr, "-n="+strconv.Itoa(n))
 	})
 }
@@ -208,30 +209,52 @@ func TestGRPCCallsTLS(t *testing.T) {
 // have no Python.
 func TestGRPCCallsPython(t *testing.T) {
 	setup(t)
-	testGRPCClient(t, false, func(addr string, n int) *goClient {
-		return startWaiting(t, exec.Command("/usr/bin/python3", filepath.Join(repoRoot(), "test/e2e/testdata/grpc_client.py"), addr, strconv.Itoa(n)))
+	testGRPCClient(t, "", func(addr string, n int, _ string) *goClient {
+		return startWaiting(t, exec.Command("/usr/bin/python3", grpcClientPy(), addr, strconv.Itoa(n)))
 	})
 }
 
-func testGRPCClient(t *testing.T, useTLS bool, start func(addr string, n int) *goClient) {
+// And over TLS: grpcio's C core runs OpenSSL (Debian's libssl) through
+// memory BIOs and moves the ciphertext itself (tlsbio.h).
+func TestGRPCCallsPythonTLS(t *testing.T) {
+	setup(t)
+	testGRPCClient(t, "OpenSSL in ", func(addr string, n int, ca string) *goClient {
+		return startWaiting(t, exec.Command("/usr/bin/python3", grpcClientPy(), addr, strconv.Itoa(n), ca))
+	})
+}
+
+func grpcClientPy() string { return filepath.Join(repoRoot(), "test/e2e/testdata/grpc_client.py") }
+
+// testGRPCClient runs the calls of the client start makes against h2app's
+// gRPC server: over TLS when clientTLS names the client's TLS hooks as
+// weft logs them (start is given the server's certificate to trust).
+func testGRPCClient(t *testing.T, clientTLS string, start func(addr string, n int, ca string) *goClient) {
 	t.Helper()
 	const n = 30
 	rcv := otlptest.Start(t)
 	args := []string{"-mode=grpc-server"}
-	if useTLS {
-		args = append(args, "-tls")
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if clientTLS != "" {
+		args = append(args, "-tls", "-cert-out="+ca)
 	}
 	srv, addr := startListener(t, exec.Command(bins.h2app, args...))
-	cli := start(addr, n)
+	cli := start(addr, n, ca)
 	w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", srv.Pid(), cli.pid))
-	if useTLS && strings.Count(w.Output(), "h2app (crypto/tls)") != 2 {
-		t.Fatalf("crypto/tls hooks not on both processes:\n%s", w.Output())
+	if clientTLS != "" {
+		for pid, hooks := range map[int]string{srv.Pid(): "h2app (crypto/tls)", cli.pid: clientTLS} {
+			if !regexp.MustCompile(fmt.Sprintf(`pid=%d .*%s`, pid, regexp.QuoteMeta(hooks))).MatchString(w.Output()) {
+				t.Fatalf("pid %d: no %q hooks:\n%s", pid, hooks, w.Output())
+			}
+		}
 	}
 	cli.run(t)
 	if !strings.Contains(cli.stdout.Output(), "ok") {
 		t.Fatalf("client: %s", cli.out.Output())
 	}
 	checkGRPCSpans(t, rcv, n, srv.Pid(), cli.pid)
+	if m, err := w.Metrics(); err != nil || m["tls_calls_without_socket"] != 0 {
+		t.Errorf("TLS calls without a socket: %d (%v)", m["tls_calls_without_socket"], err)
+	}
 }
 
 func checkGRPCSpans(t *testing.T, rcv *otlptest.Receiver, n, srvPid, cliPid int) {

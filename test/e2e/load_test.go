@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"crypto/tls"
 	"io"
 	"net/http"
 	"strconv"
@@ -35,7 +36,8 @@ func loadEach(t *testing.T, urlOf func(i int64) string, n, concurrency int) {
 // this (untraced) process, and fails the test if any request fails.
 func loadRequests(t *testing.T, reqOf func(i int64) *http.Request, n, concurrency int) {
 	t.Helper()
-	tr := &http.Transport{MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency}
+	tr := &http.Transport{MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency,
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} // the tests' self-signed servers
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	var next, failed atomic.Int64

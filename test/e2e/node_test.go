@@ -142,8 +142,8 @@ func TestNodeAsyncParents(t *testing.T) {
 					t.Errorf("after attach the front listens on %v: the inspector stayed open", ports)
 				}
 			}
-			checkNumberedEndpoints(t, w, rcv, frontAddr, []frontPath{{"/req/", 1}, {"/fan/", 2}, {"/fetch/", 1}})
-			checkLateCalls(t, w, rcv, frontAddr)
+			checkNumberedEndpoints(t, w, rcv, "http://"+frontAddr, []frontPath{{"/req/", 1}, {"/fan/", 2}, {"/fetch/", 1}})
+			checkLateCalls(t, w, rcv, "http://"+frontAddr)
 		})
 	}
 }

@@ -104,15 +104,23 @@ type frontPath struct {
 }
 
 // checkNumberedEndpoints sends 300 numbered requests at concurrency 32 to
-// each endpoint of the front service ("front", calling websrv) and
-// requires every backend call under its own request, none under another.
-func checkNumberedEndpoints(t *testing.T, w *weft, rcv *otlptest.Receiver, frontAddr string, eps []frontPath) {
+// each endpoint of the front service ("front" at URL front, calling
+// websrv with the same scheme) and requires every backend call under its
+// own request, none under another.
+func checkNumberedEndpoints(t *testing.T, w *weft, rcv *otlptest.Receiver, front string, eps []frontPath) {
 	t.Helper()
 	const n, conc = 300, 32
+	scheme, _, _ := strings.Cut(front, "://")
 	for _, ep := range eps {
 		rcv.Reset()
-		numberedLoad(t, "http://"+frontAddr+ep.path, n, conc)
+		numberedLoad(t, front+ep.path, n, conc)
 		spans := collectSpans(t, rcv, n*(1+2*ep.calls), 60*time.Second)
+		for _, s := range spans {
+			if s.attrs["url.scheme"] != scheme {
+				t.Errorf("%s: span %s is not %s", ep.path, s, scheme)
+				break
+			}
+		}
 		r := checkParents(spans, "front", "websrv")
 		m, _ := w.Metrics()
 		t.Logf("%s: %s; refused: ambiguous %d, unknown %d, ended %d", ep.path, r, m["parent_refused_ambiguous"],
@@ -126,12 +134,12 @@ func checkNumberedEndpoints(t *testing.T, w *weft, rcv *otlptest.Receiver, front
 // checkLateCalls sends 50 numbered requests to the front's /spawn/, whose
 // call leaves 50 ms after the response: every such call starts its own
 // trace, and each is counted as made for an ended request.
-func checkLateCalls(t *testing.T, w *weft, rcv *otlptest.Receiver, frontAddr string) {
+func checkLateCalls(t *testing.T, w *weft, rcv *otlptest.Receiver, front string) {
 	t.Helper()
 	const late = 50
 	before, _ := w.Metrics()
 	rcv.Reset()
-	numberedLoad(t, "http://"+frontAddr+"/spawn/", late, 8)
+	numberedLoad(t, front+"/spawn/", late, 8)
 	spans := collectSpans(t, rcv, 3*late, 60*time.Second)
 	r := checkParents(spans, "front", "websrv")
 	m, _ := w.Metrics()
@@ -237,7 +245,7 @@ func TestGoAsyncParents(t *testing.T) {
 			if !strings.Contains(w.Output(), "mode=goroutine") {
 				t.Fatalf("the front was not followed by goroutine:\n%s", w.Output())
 			}
-			checkNumberedEndpoints(t, w, rcv, frontAddr, []frontPath{{"/req/", 1}, {"/fan/", 2}})
+			checkNumberedEndpoints(t, w, rcv, "http://"+frontAddr, []frontPath{{"/req/", 1}, {"/fan/", 2}})
 		})
 	}
 }

@@ -97,8 +97,8 @@ func TestPythonAsyncParents(t *testing.T) {
 			if !strings.Contains(w.Output(), "asyncio calls as weft's companion announces them") {
 				t.Fatalf("the front was not followed as Python:\n%s", w.Output())
 			}
-			checkNumberedEndpoints(t, w, rcv, frontAddr, []frontPath{{"/req/", 1}, {"/fan/", 2}})
-			checkLateCalls(t, w, rcv, frontAddr)
+			checkNumberedEndpoints(t, w, rcv, "http://"+frontAddr, []frontPath{{"/req/", 1}, {"/fan/", 2}})
+			checkLateCalls(t, w, rcv, "http://"+frontAddr)
 		})
 	}
 }

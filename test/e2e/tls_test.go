@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -289,6 +290,94 @@ func TestTLSGo(t *testing.T) {
 				case c.proto == "2" && srvSpan.parent != "":
 					t.Errorf("request %d: HTTP/2 server span %s has a parent", i, srvSpan)
 				}
+			}
+		})
+	}
+}
+
+// Node.js's https through OpenSSL, which Node.js drives through memory
+// BIOs, moving the ciphertext itself (tlsbio.h): the machine's Node.js
+// (OpenSSL linked into node) and Debian's (the system's libssl.so.3). A
+// front serving HTTPS, its handlers waiting, then calling an HTTPS
+// backend through a keep-alive agent of 8 sockets (/req/, /fan/: two
+// calls at once) and with fetch; weft's companion announces each call's
+// parent. 300 requests at concurrency 32 per endpoint, every call under
+// its own request; calls made after their request was answered start
+// their own trace.
+func TestTLSNode(t *testing.T) {
+	setup(t)
+	app, companion := nodeAsync(t)
+	cert, key, err := testcert.Files(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, debian := range []bool{false, true} {
+		t.Run(map[bool]string{false: "node", true: "debian-node"}[debian], func(t *testing.T) {
+			rcv := otlptest.Start(t)
+			backend, backAddr := startServer(t, "-mode=nethttp", "-tls")
+			node, env := "node", []string(nil)
+			if debian {
+				node, env = debianNode(t)
+			}
+			cmd := exec.Command(node, app, backAddr, "https", cert, key)
+			cmd.Env = append(append(os.Environ(), env...), "OTEL_SERVICE_NAME=front", "NODE_OPTIONS=--require "+companion,
+				"NODE_TLS_REJECT_UNAUTHORIZED=0") // the backend's certificate is self-signed
+			front, frontAddr := startListener(t, cmd)
+			w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", front.Pid(), backend.Pid()))
+			if !regexp.MustCompile(fmt.Sprintf(`pid=%d mode="node companion".*OpenSSL in `, front.Pid())).MatchString(w.Output()) {
+				t.Fatalf("the front was not followed as Node.js with OpenSSL hooks:\n%s", w.Output())
+			}
+			checkNumberedEndpoints(t, w, rcv, "https://"+frontAddr, []frontPath{{"/req/", 1}, {"/fan/", 2}, {"/fetch/", 1}})
+			checkLateCalls(t, w, rcv, "https://"+frontAddr)
+			m, err := w.Metrics()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("memory-BIO connections tied %d", m["tls_bio_sockets_learned"])
+			if m["tls_calls_without_socket"] != 0 {
+				t.Errorf("%d TLS calls without a socket", m["tls_calls_without_socket"])
+			}
+		})
+	}
+}
+
+// Python's asyncio over TLS (ssl.SSLObject on memory BIOs, tlsbio.h): an
+// HTTPS front (aiohttp's server; FastAPI on uvicorn) calling an HTTPS
+// backend (aiohttp's client; httpx), on the machine's Python and Debian's,
+// both on the system's libssl; the companion announces each call's
+// parent. As TestTLSNode.
+func TestTLSPythonAsync(t *testing.T) {
+	setup(t)
+	app, venv, companion := pyAsync(t)
+	cert, key, err := testcert.Files(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, python, server, client string
+	}{
+		{"aiohttp", venv, "aiohttp", "aiohttp"},
+		{"debian-fastapi-httpx", "/usr/bin/python3", "fastapi", "httpx"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rcv := otlptest.Start(t)
+			backend, backAddr := startServer(t, "-mode=nethttp", "-tls")
+			cmd := exec.Command(tc.python, app, backAddr, tc.server, tc.client, cert, key)
+			cmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME=front", "PYTHONPATH="+companion)
+			front, frontAddr := startListener(t, cmd)
+			w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", front.Pid(), backend.Pid()))
+			if !regexp.MustCompile(fmt.Sprintf(`pid=%d .*asyncio calls as weft's companion announces them.*OpenSSL in `, front.Pid())).MatchString(w.Output()) {
+				t.Fatalf("the front was not followed as Python with OpenSSL hooks:\n%s", w.Output())
+			}
+			checkNumberedEndpoints(t, w, rcv, "https://"+frontAddr, []frontPath{{"/req/", 1}, {"/fan/", 2}})
+			checkLateCalls(t, w, rcv, "https://"+frontAddr)
+			m, err := w.Metrics()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("memory-BIO connections tied %d", m["tls_bio_sockets_learned"])
+			if m["tls_calls_without_socket"] != 0 {
+				t.Errorf("%d TLS calls without a socket", m["tls_calls_without_socket"])
 			}
 		})
 	}

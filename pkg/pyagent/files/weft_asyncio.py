@@ -12,8 +12,10 @@ application sends are left alone.
 
 Servers: aiohttp's web server, uvicorn (h11 and httptools protocols).
 Clients: anything writing HTTP/1.x through asyncio's selector transports
-(aiohttp's client, httpx/httpcore on asyncio). uvloop's transports are not
-followed: their calls start traces of their own.
+(aiohttp's client, httpx/httpcore on asyncio). Over TLS: asyncio's SSL
+transports and anyio's TLS streams (httpx), whose writes carry the
+plaintext. uvloop's transports are not followed: their calls start traces
+of their own.
 
 Loaded by sitecustomize.py (PYTHONPATH=<dir of `weft python path`>). It
 never raises into the application: whatever is missing, it does nothing.
@@ -128,6 +130,41 @@ def _wrap_writes(cls):
         cls.writelines = weft_writelines
 
 
+class _AnyioTransport:
+    """An anyio stream seen as an asyncio transport: its socket."""
+
+    __slots__ = ("_stream",)
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def get_extra_info(self, name):
+        if name != "socket":
+            return None
+        from anyio.abc import SocketAttribute
+
+        return self._stream.extra(SocketAttribute.raw_socket, None)
+
+
+def _patch_anyio_tls(mod):
+    """Announces requests leaving on anyio's TLS streams (httpx over
+    TLS): the plaintext goes to the stream's send, the socket sees
+    ciphertext only."""
+    send = mod.TLSStream.send
+    if getattr(send, "_weft", False):
+        return
+
+    async def weft_send(self, item):
+        try:
+            _saw_write(_AnyioTransport(self), item)
+        except Exception:
+            pass
+        return await send(self, item)
+
+    weft_send._weft = True
+    mod.TLSStream.send = weft_send
+
+
 def _wrap_begin(cls, name, transport_of):
     """Wraps coroutine method cls.name so that the request it handles is
     begun in its task."""
@@ -160,6 +197,7 @@ _PATCHES = {
     "aiohttp.web_protocol": _patch_aiohttp,
     "uvicorn.protocols.http.h11_impl": _patch_uvicorn,
     "uvicorn.protocols.http.httptools_impl": _patch_uvicorn,
+    "anyio.streams.tls": _patch_anyio_tls,
 }
 
 
@@ -208,9 +246,10 @@ def install():
     if getattr(sys, "_weft_asyncio", False):
         return
     sys._weft_asyncio = True
-    from asyncio import selector_events
+    from asyncio import selector_events, sslproto
 
     _wrap_writes(selector_events._SelectorSocketTransport)
+    _wrap_writes(sslproto._SSLProtocolTransport)
     for name, patch in _PATCHES.items():
         mod = sys.modules.get(name)
         if mod is not None:

@@ -1,6 +1,8 @@
 """The gRPC tests' Python client (grpcio): the calls of h2app's grpc-client
 on one channel, from a thread pool. Prints its pid, waits for a line on
-stdin, checks every answer; exits non-zero on any mismatch."""
+stdin, checks every answer; exits non-zero on any mismatch.
+
+    grpc_client.py ADDR N [CA_FILE]   (CA_FILE: over TLS, trusting it)"""
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -24,7 +26,12 @@ def main():
     addr, n = sys.argv[1], int(sys.argv[2])
     print(os.getpid(), flush=True)
     sys.stdin.readline()
-    with grpc.insecure_channel(addr) as ch:
+    if len(sys.argv) > 3:
+        with open(sys.argv[3], "rb") as f:
+            ch = grpc.secure_channel(addr, grpc.ssl_channel_credentials(root_certificates=f.read()))
+    else:
+        ch = grpc.insecure_channel(addr)
+    with ch:
         get = ch.unary_unary("/weft.test.Store/Get", request_serializer=enc, response_deserializer=dec)
         lst = ch.unary_stream("/weft.test.Store/List", request_serializer=enc, response_deserializer=dec)
 

@@ -13,6 +13,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
@@ -45,6 +46,7 @@ func main() {
 	n := flag.Int("n", 100, "requests (clients)")
 	h1 := flag.Bool("http1", false, "https-client: HTTP/1.1 only (else HTTP/2)")
 	useTLS := flag.Bool("tls", false, "grpc-server, grpc-client: over TLS")
+	certOut := flag.String("cert-out", "", "grpc-server -tls: write the server's certificate (PEM) there, for clients to trust")
 	flag.Parse()
 	var err error
 	switch *mode {
@@ -61,7 +63,7 @@ func main() {
 		waitGo()
 		err = httpsClient(*addr, *n, *h1)
 	case "grpc-server":
-		err = grpcServer(*useTLS)
+		err = grpcServer(*useTLS, *certOut)
 	case "grpc-client":
 		waitGo()
 		err = grpcClient(*addr, *n, *useTLS)
@@ -283,20 +285,26 @@ var storeDesc = grpc.ServiceDesc{
 	}}},
 }
 
-func grpcServer(useTLS bool) error {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	fmt.Println(ln.Addr())
+func grpcServer(useTLS bool, certOut string) error {
 	var opts []grpc.ServerOption
 	if useTLS {
 		cert, err := testcert.New()
 		if err != nil {
 			return err
 		}
+		if certOut != "" {
+			pemCert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]})
+			if err := os.WriteFile(certOut, pemCert, 0o644); err != nil {
+				return err
+			}
+		}
 		opts = append(opts, grpc.Creds(credentials.NewServerTLSFromCert(&cert)))
 	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	fmt.Println(ln.Addr())
 	s := grpc.NewServer(opts...)
 	s.RegisterService(&storeDesc, nil)
 	return s.Serve(ln)

@@ -3,6 +3,10 @@
 // then call a backend, so that one thread holds many live requests.
 //
 //   node app.js BACKEND_HOST:PORT [http|express]
+//   node app.js BACKEND_HOST:PORT https CERT_FILE KEY_FILE
+//
+// https: the front serves HTTPS and calls the backend over HTTPS (the
+// backend's certificate is not checked: NODE_TLS_REJECT_UNAUTHORIZED=0).
 //
 //   /req/N    waits 0-10 ms, then GETs BACKEND/work/N with http.get
 //             (a keep-alive agent of 8 sockets: calls queue for a socket
@@ -13,17 +17,21 @@
 //             its request is over
 //
 // It prints its address on the first line.
+const fs = require('fs');
 const http = require('http');
+const https = require('https');
 
-const [backend, flavour = 'http'] = process.argv.slice(2);
+const [backend, flavour = 'http', certFile, keyFile] = process.argv.slice(2);
 const [host, port] = backend.split(':');
-const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+const scheme = flavour === 'https' ? 'https' : 'http';
+const client = scheme === 'https' ? https : http;
+const agent = new client.Agent({ keepAlive: true, maxSockets: 8 });
 
 const wait = () => new Promise((r) => setTimeout(r, Math.floor(Math.random() * 11)));
 
 function call(path) {
   return new Promise((resolve, reject) => {
-    http.get({ host, port, path, agent }, (res) => {
+    client.get({ host, port, path, agent }, (res) => {
       res.resume();
       res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`${path}: ${res.statusCode}`))));
     }).on('error', reject);
@@ -31,7 +39,7 @@ function call(path) {
 }
 
 async function fetchCall(path) {
-  const res = await fetch(`http://${backend}${path}`);
+  const res = await fetch(`${scheme}://${backend}${path}`);
   await res.text();
   if (res.status !== 200) throw new Error(`${path}: ${res.status}`);
 }
@@ -63,7 +71,7 @@ if (flavour === 'express') {
   });
   server = http.createServer(app);
 } else {
-  server = http.createServer((req, res) => {
+  const handler = (req, res) => {
     const [, route, n] = req.url.split('/');
     if (!routes[route]) {
       res.statusCode = 404;
@@ -71,7 +79,10 @@ if (flavour === 'express') {
       return;
     }
     serve(route, n, res);
-  });
+  };
+  server = scheme === 'https'
+    ? https.createServer({ cert: fs.readFileSync(certFile), key: fs.readFileSync(keyFile) }, handler)
+    : http.createServer(handler);
 }
 server.keepAliveTimeout = 60000;
 server.listen(0, '127.0.0.1', () => {

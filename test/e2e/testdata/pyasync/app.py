@@ -1,7 +1,7 @@
 """The Python asyncio front service of the async-parents tests: handlers
 wait, then call a backend, so that one thread holds many live requests.
 
-    python app.py BACKEND_HOST:PORT aiohttp|fastapi aiohttp|httpx
+    python app.py BACKEND_HOST:PORT aiohttp|fastapi aiohttp|httpx [CERT KEY]
 
     /req/N    waits 0-10 ms, then GETs BACKEND/work/N (a pool of 8
               connections: calls wait for one that another request frees)
@@ -10,15 +10,19 @@ wait, then call a backend, so that one thread holds many live requests.
               later, when its request is over
 
 The server is aiohttp's, or FastAPI on uvicorn (asyncio loop, h11); the
-client aiohttp's or httpx's. It prints its address on the first line.
+client aiohttp's or httpx's. With CERT and KEY it serves HTTPS and calls
+the backend over HTTPS (asyncio's ssl: memory BIOs), not checking the
+backend's certificate. It prints its address on the first line.
 """
 
 import asyncio
 import random
+import ssl
 import sys
 
 backend, server_kind, client_kind = sys.argv[1:4]
-base = "http://" + backend
+cert = sys.argv[4:6]
+base = ("https://" if cert else "http://") + backend
 _client = None
 
 
@@ -28,11 +32,13 @@ def client():
         if client_kind == "aiohttp":
             import aiohttp
 
-            _client = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=8))
+            _client = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=8, ssl=False))
         else:
             import httpx
 
-            _client = httpx.AsyncClient(limits=httpx.Limits(max_connections=8, max_keepalive_connections=8))
+            _client = httpx.AsyncClient(
+                limits=httpx.Limits(max_connections=8, max_keepalive_connections=8), verify=False
+            )
     return _client
 
 
@@ -95,7 +101,11 @@ def serve_aiohttp():
         app.router.add_get("/{route}/{n}", view)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
+        ctx = None
+        if cert:
+            ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            ctx.load_cert_chain(*cert)
+        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=ctx)
         await site.start()
         host, port = runner.addresses[0][:2]
         print("%s:%d" % (host, port), flush=True)
@@ -119,7 +129,8 @@ def serve_fastapi():
         return Response(content="ok\n") if ok else Response(status_code=404)
 
     async def main():
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, loop="asyncio", http="h11", log_level="warning")
+        tls = {"ssl_certfile": cert[0], "ssl_keyfile": cert[1]} if cert else {}
+        config = uvicorn.Config(app, host="127.0.0.1", port=0, loop="asyncio", http="h11", log_level="warning", **tls)
         server = uvicorn.Server(config)
         task = asyncio.create_task(server.serve())
         while not server.started:
