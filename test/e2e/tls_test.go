@@ -313,31 +313,43 @@ func TestTLSNode(t *testing.T) {
 	}
 	for _, debian := range []bool{false, true} {
 		t.Run(map[bool]string{false: "node", true: "debian-node"}[debian], func(t *testing.T) {
-			rcv := otlptest.Start(t)
-			backend, backAddr := startServer(t, "-mode=nethttp", "-tls")
 			node, env := "node", []string(nil)
 			if debian {
 				node, env = debianNode(t)
 			}
-			cmd := exec.Command(node, app, backAddr, "https", cert, key)
-			cmd.Env = append(append(os.Environ(), env...), "OTEL_SERVICE_NAME=front", "NODE_OPTIONS=--require "+companion,
-				"NODE_TLS_REJECT_UNAUTHORIZED=0") // the backend's certificate is self-signed
-			front, frontAddr := startListener(t, cmd)
-			w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", front.Pid(), backend.Pid()))
-			if !regexp.MustCompile(fmt.Sprintf(`pid=%d mode="node companion".*OpenSSL in `, front.Pid())).MatchString(w.Output()) {
-				t.Fatalf("the front was not followed as Node.js with OpenSSL hooks:\n%s", w.Output())
-			}
-			checkNumberedEndpoints(t, w, rcv, "https://"+frontAddr, []frontPath{{"/req/", 1}, {"/fan/", 2}, {"/fetch/", 1}})
-			checkLateCalls(t, w, rcv, "https://"+frontAddr)
-			m, err := w.Metrics()
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("memory-BIO connections tied %d", m["tls_bio_sockets_learned"])
-			if m["tls_calls_without_socket"] != 0 {
-				t.Errorf("%d TLS calls without a socket", m["tls_calls_without_socket"])
-			}
+			checkHTTPSFront(t, func(backAddr string) *exec.Cmd {
+				cmd := exec.Command(node, app, backAddr, "https", cert, key)
+				cmd.Env = append(append(os.Environ(), env...), "OTEL_SERVICE_NAME=front", "NODE_OPTIONS=--require "+companion,
+					"NODE_TLS_REJECT_UNAUTHORIZED=0") // the backend's certificate is self-signed
+				return cmd
+			}, `mode="node companion"`, []frontPath{{"/req/", 1}, {"/fan/", 2}, {"/fetch/", 1}})
 		})
+	}
+}
+
+// checkHTTPSFront runs the front service cmdFor makes for websrv's HTTPS
+// address, requires weft to follow it as follows says and with OpenSSL
+// hooks, and checks its endpoints as checkNumberedEndpoints and
+// checkLateCalls do: every call under its own request. No TLS call may
+// go without its socket.
+func checkHTTPSFront(t *testing.T, cmdFor func(backAddr string) *exec.Cmd, follows string, eps []frontPath) {
+	t.Helper()
+	rcv := otlptest.Start(t)
+	backend, backAddr := startServer(t, "-mode=nethttp", "-tls")
+	front, frontAddr := startListener(t, cmdFor(backAddr))
+	w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", front.Pid(), backend.Pid()))
+	if !regexp.MustCompile(fmt.Sprintf(`pid=%d .*%s.*OpenSSL in `, front.Pid(), regexp.QuoteMeta(follows))).MatchString(w.Output()) {
+		t.Fatalf("the front was not followed (%s) with OpenSSL hooks:\n%s", follows, w.Output())
+	}
+	checkNumberedEndpoints(t, w, rcv, "https://"+frontAddr, eps)
+	checkLateCalls(t, w, rcv, "https://"+frontAddr)
+	m, err := w.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("memory-BIO connections tied %d", m["tls_bio_sockets_learned"])
+	if m["tls_calls_without_socket"] != 0 {
+		t.Errorf("%d TLS calls without a socket", m["tls_calls_without_socket"])
 	}
 }
 
@@ -360,25 +372,11 @@ func TestTLSPythonAsync(t *testing.T) {
 		{"debian-fastapi-httpx", "/usr/bin/python3", "fastapi", "httpx"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rcv := otlptest.Start(t)
-			backend, backAddr := startServer(t, "-mode=nethttp", "-tls")
-			cmd := exec.Command(tc.python, app, backAddr, tc.server, tc.client, cert, key)
-			cmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME=front", "PYTHONPATH="+companion)
-			front, frontAddr := startListener(t, cmd)
-			w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", front.Pid(), backend.Pid()))
-			if !regexp.MustCompile(fmt.Sprintf(`pid=%d .*asyncio calls as weft's companion announces them.*OpenSSL in `, front.Pid())).MatchString(w.Output()) {
-				t.Fatalf("the front was not followed as Python with OpenSSL hooks:\n%s", w.Output())
-			}
-			checkNumberedEndpoints(t, w, rcv, "https://"+frontAddr, []frontPath{{"/req/", 1}, {"/fan/", 2}})
-			checkLateCalls(t, w, rcv, "https://"+frontAddr)
-			m, err := w.Metrics()
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("memory-BIO connections tied %d", m["tls_bio_sockets_learned"])
-			if m["tls_calls_without_socket"] != 0 {
-				t.Errorf("%d TLS calls without a socket", m["tls_calls_without_socket"])
-			}
+			checkHTTPSFront(t, func(backAddr string) *exec.Cmd {
+				cmd := exec.Command(tc.python, app, backAddr, tc.server, tc.client, cert, key)
+				cmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME=front", "PYTHONPATH="+companion)
+				return cmd
+			}, "asyncio calls as weft's companion announces them", []frontPath{{"/req/", 1}, {"/fan/", 2}})
 		})
 	}
 }
