@@ -32,7 +32,7 @@ echo "## HTTP/2 and gRPC: CPU per gRPC call, grpc-go client and server, 1000 una
 echo
 go run ./test/bench -grpc -rate 1000 -rounds 6 -duration 15s -modes off,on "$@"
 echo
-echo "## TLS: CPU per HTTPS request, nginx (TLS) in front of a Go backend and a Go HTTPS server, 1000 requests/s, weft off / with --tls=off / on"
+echo "## TLS: CPU per HTTPS request, nginx (TLS) in front of a Go backend, a Go HTTPS server and a Node.js HTTPS server, 1000 requests/s, weft off / with --tls=off / on"
 echo
 go run ./test/bench -tls -rate 1000 -rounds 6 -duration 15s -modes off,notls,on "$@"
 echo

@@ -16,7 +16,18 @@ import (
 	"github.com/weftdev/weft/test/testcert"
 )
 
-var tlsBench = flag.Bool("tls", false, "benchmark HTTPS (TLS capture by uprobes): nginx terminating TLS in front of a Go backend, and a Go HTTPS server (h2app, stripped), each loaded over HTTPS/1.1 with keep-alive at -rate (default 1000/s): CPU per request of the traced processes across -modes (notls: weft with --tls=off)")
+var tlsBench = flag.Bool("tls", false, "benchmark HTTPS (TLS capture by uprobes): nginx terminating TLS in front of a Go backend, a Go HTTPS server (h2app, stripped) and a Node.js HTTPS server (memory BIOs), each loaded over HTTPS/1.1 with keep-alive at -rate (default 1000/s): CPU per request of the traced processes across -modes (notls: weft with --tls=off)")
+
+// nodeHTTPSServer answers every request at once over HTTPS/1.1:
+//
+//	node server.js CERT KEY
+const nodeHTTPSServer = `const https = require('https');
+const fs = require('fs');
+const s = https.createServer({ cert: fs.readFileSync(process.argv[2]), key: fs.readFileSync(process.argv[3]) },
+  (req, res) => res.end('ok\n'));
+s.keepAliveTimeout = 60000;
+s.listen(0, '127.0.0.1', () => process.stdout.write(s.address().address + ':' + s.address().port + '\n'));
+`
 
 // nginxBenchConf: one worker terminating TLS, proxying to the backend
 // over a keepalive pool, so that the upstream side costs little.
@@ -66,7 +77,7 @@ func runTLSBench() {
 	}
 	backend, baddr := startServer(srvBin, "-mode=nethttp", "-addr=127.0.0.1:0")
 	defer backend.Process.Kill()
-	_, _, err = testcert.Files(dir)
+	cert, key, err := testcert.Files(dir)
 	check(err)
 	port := freePort()
 	conf := filepath.Join(dir, "nginx.conf")
@@ -83,6 +94,10 @@ func runTLSBench() {
 	workers := waitNginx(nginx.Process.Pid, naddr)
 	goSrv, gaddr := startServer(h2Bin, "-mode=https-server")
 	defer goSrv.Process.Kill()
+	script := filepath.Join(dir, "server.js")
+	check(os.WriteFile(script, []byte(nodeHTTPSServer), 0o644))
+	nodeSrv, nodeAddr := startServer("node", script, cert, key)
+	defer nodeSrv.Process.Kill()
 
 	otlp := startSink()
 	order := strings.Split(*modes, ",")
@@ -92,6 +107,7 @@ func runTLSBench() {
 	}{
 		{"nginx (TLS) → Go backend", "https://" + naddr + *urlPath, append([]int{nginx.Process.Pid, backend.Process.Pid}, workers...)},
 		{"Go HTTPS server (h2app, stripped)", "https://" + gaddr + "/req/0", []int{goSrv.Process.Pid}},
+		{"Node.js HTTPS server", "https://" + nodeAddr + "/", []int{nodeSrv.Process.Pid}},
 	} {
 		openLoop(sc.url, *rate, 3*time.Second, *conns) // warm up
 		var runs []run
