@@ -8,9 +8,9 @@
 #include "common.h"
 #include "sockfd.h"
 
-/* Notes call c of process pi under key. A handshake the library runs inside an open
- * read or write of the same connection (Go's Write before its first
- * handshake) leaves that call's note alone. */
+/* Notes call c of process pi under key. A handshake the library runs
+ * inside an open read or write of the same connection (Go's Write before
+ * its first handshake) leaves that call's note alone. */
 static __always_inline void tls_call_begin(struct proc_info *pi, __u64 key, const struct tls_call *c)
 {
 	proc_tls_mark(pi, WEFT_PROC_TLS_CALLS);
