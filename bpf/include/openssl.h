@@ -10,6 +10,7 @@
  *   int SSL_do_handshake(SSL *s)   (SSL_connect and SSL_accept call it)
  *
  *   void SSL_free(SSL *s)
+ *   int SSL_shutdown(SSL *s)
  *   int BIO_write(BIO *b, const void *data, int dlen)   (libcrypto)
  *
  * tls.h ties each call to its socket (tlsbio.h where the library moves
@@ -37,6 +38,9 @@ enum ssl_fn {
 	/* int BIO_write(BIO *b, const void *data, int dlen), entry only: the
 	 * ciphertext going to or coming from a memory BIO (tlsbio.h). */
 	SSL_FN_BIO_WRITE = 6,
+	/* int SSL_shutdown(SSL *s), entry only: it may consume what the
+	 * runtime fed to the connection's BIO (tlsbio.h). */
+	SSL_FN_SHUTDOWN = 7,
 };
 
 static __always_inline int ssl_enter(struct pt_regs *ctx)
@@ -51,6 +55,10 @@ static __always_inline int ssl_enter(struct pt_regs *ctx)
 	}
 	if (fn == SSL_FN_BIO_WRITE) {
 		tls_bio_write(proc_of(pid_tgid >> 32), pid_tgid, ctx->si, (__u64)(int)ctx->dx);
+		return 0;
+	}
+	if (fn == SSL_FN_SHUTDOWN) {
+		tls_bio_call_begins(proc_of(pid_tgid >> 32), pid_tgid, ctx->di);
 		return 0;
 	}
 	bool ex = fn == SSL_FN_WRITE_EX || fn == SSL_FN_READ_EX;

@@ -14,7 +14,8 @@
  *        its first TLS_FP_LEN bytes; a BIO_write of the same bytes outside
  *        a TLS call feeds them to the connection of the thread's next TLS
  *        call (runtimes feed a BIO right before the call that consumes
- *        it), which is tied to the socket they came from.
+ *        it, SSL_shutdown included), which is tied to the socket they
+ *        came from; a socket call of the thread in between cancels it.
  *
  * The first bytes of a record are its header and then random (a hello's)
  * or encrypted bytes, so two connections do not share them. A tie is made
@@ -101,6 +102,9 @@ static __always_inline void tls_bio_socket_call(struct proc_info *pi, __u64 pid_
 {
 	if (!pi || !(pi->tls & WEFT_PROC_TLS_BIO))
 		return;
+	/* Runtimes feed a BIO and call the library with no socket call
+	 * between: after one, what the thread fed names nothing. */
+	bpf_map_delete_elem(&tls_fed, &pid_tgid);
 	struct tls_fp_key fp = {.tgid = pid_tgid >> 32};
 	if (!tls_record_peek(ub, bytes, fp.b))
 		return;

@@ -15,15 +15,16 @@ import (
 // OpenSSL's functions bpf/include/openssl.h probes, in the order of its
 // enum ssl_fn (their probes' cookies). The _ex variants came with 1.1.1;
 // a library without them is probed on the others. The handshake's nested
-// calls name the socket before the first write (tlslink.h). SSL_free and
-// libcrypto's BIO_write (a runtime feeding memory BIOs, tlsbio.h) are
-// probed at their entry only (returning).
-var sslFuncs = []string{"SSL_write", "SSL_write_ex", "SSL_read", "SSL_read_ex", "SSL_do_handshake", sslFree, bioWrite}
+// calls name the socket before the first write (tlslink.h). SSL_free,
+// libcrypto's BIO_write (a runtime feeding memory BIOs, tlsbio.h) and
+// SSL_shutdown are probed at their entry only (returning).
+var sslFuncs = []string{"SSL_write", "SSL_write_ex", "SSL_read", "SSL_read_ex", "SSL_do_handshake", sslFree, bioWrite, sslShutdown}
 
 const (
 	sslWrite     = "SSL_write"
 	sslFree      = "SSL_free"
 	bioWrite     = "BIO_write"
+	sslShutdown  = "SSL_shutdown"
 	libsslPfx    = "libssl.so"
 	libcryptoPfx = "libcrypto.so"
 )
@@ -189,7 +190,7 @@ func (p *tlsPrograms) attach(ex *link.Executable, pid int, syms []string, cookie
 }
 
 // sslEntryOnly are the functions whose returns are not probed.
-var sslEntryOnly = map[string]bool{sslFree: true, bioWrite: true}
+var sslEntryOnly = map[string]bool{sslFree: true, bioWrite: true, sslShutdown: true}
 
 // returning drops the functions probed at their entry only from syms and
 // their cookies.
