@@ -103,8 +103,10 @@ static __always_inline void tls_bio_socket_call(struct proc_info *pi, __u64 pid_
 	if (!pi || !(pi->tls & WEFT_PROC_TLS_BIO))
 		return;
 	/* Runtimes feed a BIO and call the library with no socket call
-	 * between: after one, what the thread fed names nothing. */
-	bpf_map_delete_elem(&tls_fed, &pid_tgid);
+	 * between: after one, what the thread fed names nothing. (A lookup
+	 * first: a delete of a missing key costs more, on every call.) */
+	if (bpf_map_lookup_elem(&tls_fed, &pid_tgid))
+		bpf_map_delete_elem(&tls_fed, &pid_tgid);
 	struct tls_fp_key fp = {.tgid = pid_tgid >> 32};
 	if (!tls_record_peek(ub, bytes, fp.b))
 		return;
