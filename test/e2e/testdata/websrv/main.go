@@ -15,18 +15,12 @@ package main
 
 import (
 	"bufio"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"flag"
 	"fmt"
 	"io"
 	"log"
-	"math/big"
 	mrand "math/rand"
 	"net"
 	"net/http"
@@ -35,6 +29,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/weftdev/weft/test/testcert"
 )
 
 func main() {
@@ -44,6 +40,8 @@ func main() {
 	downPath := flag.String("downstream-path", "/hello", "path /call requests downstream")
 	keepAlive := flag.Bool("downstream-keepalive", false, "keep one downstream connection per thread (thread mode) or for all requests (sender mode)")
 	useTLS := flag.Bool("tls", false, "serve HTTPS with a self-signed certificate (nethttp mode)")
+	certFile := flag.String("cert", "", "with -tls: the certificate (PEM) to serve, with -key; default: a new one")
+	keyFile := flag.String("key", "", "with -tls: the certificate's key (PEM)")
 	bgBurn := flag.Bool("background-burn", false, "keep one goroutine burning CPU outside any request")
 	sendN := flag.Int("requests", 20000, "requests to send (sender mode)")
 	flag.Parse()
@@ -63,7 +61,11 @@ func main() {
 	fmt.Println(ln.Addr().String())
 	os.Stdout.Sync()
 	if *useTLS {
-		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{selfSigned()}})
+		cert, err := serverCert(*certFile, *keyFile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}})
 	}
 	switch *mode {
 	case "nethttp":
@@ -140,23 +142,13 @@ func handlers() http.Handler {
 	return mux
 }
 
-func selfSigned() tls.Certificate {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		log.Fatal(err)
+// serverCert is the certificate in certFile and keyFile, or a new
+// self-signed one when none is named.
+func serverCert(certFile, keyFile string) (tls.Certificate, error) {
+	if certFile == "" {
+		return testcert.New()
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "127.0.0.1"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		log.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	return tls.LoadX509KeyPair(certFile, keyFile)
 }
 
 // serveThread keeps the connection's goroutine on one OS thread, so every
