@@ -109,13 +109,16 @@ struct {
 } tracked_socks SEC(".maps");
 
 /* Sockets user space found to carry another protocol than HTTP/1.x:
- * their data is not copied any more. An LRU: an entry lost costs only
- * copies user space will ignore. Deleted at TCP_CLOSE. */
+ * their data is not copied any more. The value is the connection's local
+ * port << 16 | remote port: user space decides after the fact, when the
+ * socket may have closed (and its entry gone with it) and another socket
+ * taken its address, which must not be skipped. An LRU: an entry lost
+ * costs only copies user space will ignore. Deleted at TCP_CLOSE. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
 	__type(key, __u64);
-	__type(value, __u8);
+	__type(value, __u32);
 } not_http_socks SEC(".maps");
 
 /* Scratch space for building one event: too big for the BPF stack. The data
@@ -389,9 +392,16 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 	/* The plaintext of a TLS socket is another stream than its bytes on
 	 * the wire (a handshake outside the calls, say): keyed apart. */
 	__u64 sid = tls ? TLS_SOCK_KEY(sk) : (__u64)sk;
-	if (bpf_map_lookup_elem(&not_http_socks, &sid)) {
-		count(WEFT_STAT_NOT_HTTP_SKIPPED);
-		return;
+	__u32 *marked = bpf_map_lookup_elem(&not_http_socks, &sid);
+	if (marked) {
+		struct sock_common *c = &sk->__sk_common;
+		__u32 ports = (__u32)BPF_CORE_READ(c, skc_num) << 16 | bpf_ntohs(BPF_CORE_READ(c, skc_dport));
+		if (*marked == ports) {
+			count(WEFT_STAT_NOT_HTTP_SKIPPED);
+			return;
+		}
+		/* Marked for a socket that closed first: another is at its address. */
+		bpf_map_delete_elem(&not_http_socks, &sid);
 	}
 	__u32 zero = 0;
 	struct event_buf *e = bpf_map_lookup_elem(&scratch, &zero);

@@ -118,8 +118,8 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 		Sampler:        &sampler,
 		Router:         router,
 		Observe:        sm.observe(),
-		NotHTTP: func(id uint64) {
-			if err := tr.SkipNotHTTP(id); err != nil {
+		NotHTTP: func(id uint64, local, remote uint16) {
+			if err := tr.SkipNotHTTP(id, local, remote); err != nil {
 				slog.Debug("kernel keeps copying a connection that is not HTTP", "component", "agent", "error", err)
 			}
 		},

@@ -42,8 +42,9 @@ type Options struct {
 	// It must not keep the pointer.
 	Observe func(*spans.Span)
 	// NotHTTP, when set, hears of each connection found to carry another
-	// protocol, so that the kernel stops copying its data.
-	NotHTTP func(connID uint64)
+	// protocol, with its local and remote ports (which tell it from a
+	// later socket at the same address).
+	NotHTTP func(connID uint64, local, remote uint16)
 }
 
 func (o *Options) defaults() {
@@ -338,7 +339,7 @@ func (c *Correlator) data(ev *event.Event) {
 		cn.notHTTP = true
 		c.stats.NotHTTP.Add(1)
 		if c.opts.NotHTTP != nil {
-			c.opts.NotHTTP(cn.id)
+			c.opts.NotHTTP(cn.id, cn.local.Port(), cn.remote.Port())
 		}
 		c.abandon(cn, ev.Time, "protocol_error")
 		return

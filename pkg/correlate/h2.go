@@ -92,7 +92,7 @@ func (c *Correlator) h2data(cn *conn, ev *event.Event) {
 		c.stats.H2StreamsLost.Add(uint64(hc.c.Open()))
 		c.log.Debug("HTTP/2 connection no longer followed", "conn", cn.id, "pid", cn.pid, "reason", err)
 		if c.opts.NotHTTP != nil {
-			c.opts.NotHTTP(cn.id) // nothing more to copy
+			c.opts.NotHTTP(cn.id, cn.local.Port(), cn.remote.Port()) // nothing more to copy
 		}
 	}
 }

@@ -119,7 +119,7 @@ func TestH2ServerStreams(t *testing.T) {
 // the open stream counted and the kernel told to stop copying.
 func TestH2ClientGRPC(t *testing.T) {
 	var stopped []uint64
-	r := newRec(t, Options{NotHTTP: func(id uint64) { stopped = append(stopped, id) }})
+	r := newRec(t, Options{NotHTTP: func(id uint64, _, _ uint16) { stopped = append(stopped, id) }})
 	req := newH2Copy(true)
 	for _, s := range []uint32{1, 3, 5} {
 		req.headers(s, false, ":method", "POST", ":scheme", "http", ":authority", "up:9090", ":path", "/pkg.Svc/Get",

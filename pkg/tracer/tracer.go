@@ -349,8 +349,10 @@ func (t *Tracer) ForgetPID(pid uint32) error {
 
 // SkipNotHTTP stops the copy of a socket's data: user space found it
 // carries another protocol than HTTP/1.x. Its close is still reported.
-func (t *Tracer) SkipNotHTTP(connID uint64) error {
-	if err := t.objs.NotHTTPSocks.Put(connID, uint8(1)); err != nil {
+// The ports name the connection: by the time this is set, the socket may
+// have closed and another taken its address, which keeps being copied.
+func (t *Tracer) SkipNotHTTP(connID uint64, local, remote uint16) error {
+	if err := t.objs.NotHTTPSocks.Put(connID, uint32(local)<<16|uint32(remote)); err != nil {
 		return fmt.Errorf("mark socket %#x not HTTP: %w", connID, err)
 	}
 	return nil
