@@ -5,7 +5,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 out="$here/build/libweft_jni.so"
 
-if [[ -f "$out" && "$out" -nt "$here/weft_jni.c" && "$out" -nt "$here/weft_jni.h" && "$out" -nt "$here/build.sh" ]]; then
+if [[ -f "$out" && "$out" -nt "$here/weft_jni.c" && "$out" -nt "$here/weft_tls.c" && "$out" -nt "$here/weft_jni.h" && "$out" -nt "$here/build.sh" ]]; then
   exit 0
 fi
 
@@ -21,5 +21,5 @@ mkdir -p "$here/build"
 gcc -O2 -fPIC -shared -std=gnu11 -Wall -Wextra -Werror \
   -ffile-prefix-map="$here"=. \
   -I"$jdk/include" -I"$jdk/include/linux" \
-  -o "$out.tmp" "$here/weft_jni.c"
+  -o "$out.tmp" "$here/weft_jni.c" "$here/weft_tls.c"
 mv "$out.tmp" "$out"

@@ -25,3 +25,22 @@ struct weft_note {
 };
 
 #endif
+
+/* TLS plaintext the agent saw (weft_tls.c), one record for weft_tls_event,
+ * whose entry weft's uprobe reads (bpf/include/jvmtls.h: same layout). */
+#define WEFT_TLS_COPY 4096 /* bytes of plaintext copied: WEFT_MAX_CAPTURE */
+#define WEFT_TLS_FP_LEN 24
+#define WEFT_TLS_SOCKET 1  /* an SSLSocket: fd names the socket */
+#define WEFT_TLS_ENGINE 2  /* an SSLEngine: conn names it, fp ties it to its socket */
+struct weft_tls_io {
+	uint64_t conn;  /* the engine's id, unique in the process (WEFT_TLS_ENGINE) */
+	int32_t fd;     /* the socket's descriptor (WEFT_TLS_SOCKET), else -1 */
+	uint8_t dir;    /* 0: plaintext about to be sent, 1: plaintext received */
+	uint8_t kind;   /* WEFT_TLS_SOCKET or WEFT_TLS_ENGINE */
+	uint8_t has_fp; /* fp holds the first bytes of the record made (dir 0) or read (dir 1) */
+	uint8_t pad;
+	uint64_t len;   /* plaintext bytes the call moved */
+	uint64_t buf;   /* the first min(len, WEFT_TLS_COPY) of them */
+	uint8_t fp[WEFT_TLS_FP_LEN];
+};
+_Static_assert(sizeof(struct weft_tls_io) == 56, "struct weft_tls_io is shared with bpf/include/jvmtls.h");

@@ -209,6 +209,9 @@ static __always_inline bool pid_traced(__u32 tgid)
 	return true;
 }
 
+static __always_inline void emit_small(__u8 kind, __u64 sock_id, __u32 pid, __u32 tid, __u8 dir, __u32 bytes,
+				       __u64 wake);
+
 /* A JVM agent's packet (mount.h), op and argument, from the current
  * thread of a traced process. */
 static __always_inline void agent_packet(__u64 pid_tgid, __u8 op, __u64 val)
@@ -256,9 +259,14 @@ static __always_inline void agent_packet(__u64 pid_tgid, __u8 op, __u64 val)
 	/* A process that speaks the protocol says itself what its threads
 	 * work for: its mounted ids rule, whatever its runtime. */
 	__u32 tgid = pid_tgid >> 32;
-	if (mode_of(tgid) != WEFT_MODE_AGENT) {
-		struct proc_info agent = {.mode = WEFT_MODE_AGENT};
+	struct proc_info *cur = proc_of(tgid);
+	if (!cur || cur->mode != WEFT_MODE_AGENT) {
+		/* The TLS calls noted so far stay noted. */
+		struct proc_info agent = {.mode = WEFT_MODE_AGENT, .tls = cur ? cur->tls : 0};
 		bpf_map_update_elem(&proc_mode, &tgid, &agent, BPF_ANY);
+		/* Its agent's library is mapped now: user space probes it
+		 * (jvmtls.h). */
+		emit_small(WEFT_EV_AGENT, 0, tgid, tid, 0, 0, BPF_RB_FORCE_WAKEUP);
 	}
 }
 
@@ -643,5 +651,6 @@ int BPF_PROG(weft_sock_reset, struct sock *sk)
 #include "announce.h"
 #include "openssl.h"
 #include "gotls.h"
+#include "jvmtls.h"
 
 #endif

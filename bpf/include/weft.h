@@ -14,6 +14,7 @@ enum weft_event_kind {
 	WEFT_EV_EXEC = 3,  /* a process called execve (selection by exe) */
 	WEFT_EV_EXIT = 4,  /* a traced process exited */
 	WEFT_EV_FIRST_FIN = 5, /* one side of a tracked connection closed it first (dir) */
+	WEFT_EV_AGENT = 6, /* a traced process began to speak the mount protocol (its agent loaded) */
 };
 
 /* What the trace context fields of an event say. */

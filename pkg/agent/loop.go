@@ -102,6 +102,9 @@ func (l *loop) handle(ev *event.Event) {
 		l.tr.ProcessExeced(ev.PID)
 		l.sel.OnExec(int(ev.PID))
 		return
+	case event.KindAgent:
+		l.tr.AgentLoaded(ev.PID)
+		return
 	case event.KindExit:
 		delete(l.seen, ev.PID)
 		l.tr.ProcessGone(ev.PID)

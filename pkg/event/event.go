@@ -21,6 +21,9 @@ const (
 	// while it was established, Dir says which: Ingress the peer (its
 	// FIN), Egress this process. The KindClose follows later.
 	KindFirstFin Kind = 5
+	// KindAgent: a traced process began to speak the mount protocol: its
+	// Java agent loaded the library whose TLS hooks weft attaches.
+	KindAgent Kind = 6
 )
 
 // Direction is the flow of bytes relative to the traced process.

@@ -153,6 +153,7 @@ var hooks = []hook{
 	{prog: "weft_ssl_ret_multi", paths: onEvery, feature: tlsCapture},
 	{prog: "weft_go_tls", paths: onEvery, feature: tlsCapture},
 	{prog: "weft_go_tls_multi", paths: onEvery, feature: tlsCapture},
+	{prog: "weft_jvm_tls", paths: onEvery, feature: tlsCapture},
 }
 
 // hookIndex finds a program's declaration.
@@ -225,14 +226,22 @@ type tlsPrograms struct {
 	RetMulti   *ebpf.Program `ebpf:"weft_ssl_ret_multi"`
 	Go         *ebpf.Program `ebpf:"weft_go_tls"`
 	GoMulti    *ebpf.Program `ebpf:"weft_go_tls_multi"`
+	JVM        *ebpf.Program `ebpf:"weft_jvm_tls"` // one form: a uprobe per JVM
 }
 
 func (p *tlsPrograms) Close() error {
-	return closeAll(p.Enter, p.Ret, p.EnterMulti, p.RetMulti, p.Go, p.GoMulti)
+	return closeAll(p.Enter, p.Ret, p.EnterMulti, p.RetMulti, p.Go, p.GoMulti, p.JVM)
 }
 
 // assign takes from coll the form of the TLS probes that was loaded.
 func (p *tlsPrograms) assign(coll *ebpf.Collection) error {
+	var jvm struct {
+		JVM *ebpf.Program `ebpf:"weft_jvm_tls"`
+	}
+	if err := coll.Assign(&jvm); err != nil {
+		return err
+	}
+	p.JVM = jvm.JVM
 	if _, ok := coll.Programs["weft_ssl_enter_multi"]; ok {
 		var m struct {
 			Enter *ebpf.Program `ebpf:"weft_ssl_enter_multi"`

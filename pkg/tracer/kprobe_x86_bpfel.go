@@ -315,6 +315,7 @@ const (
 	kprobeProgWeftGoTlsMulti         = "weft_go_tls_multi"
 	kprobeProgWeftGoWriteloop        = "weft_go_writeloop"
 	kprobeProgWeftInject             = "weft_inject"
+	kprobeProgWeftJvmTls             = "weft_jvm_tls"
 	kprobeProgWeftLibcAnnounce       = "weft_libc_announce"
 	kprobeProgWeftNgxConnectPeer     = "weft_ngx_connect_peer"
 	kprobeProgWeftNgxConnectPeerRet  = "weft_ngx_connect_peer_ret"
@@ -411,6 +412,7 @@ type kprobeProgramSpecs struct {
 	WeftGoTlsMulti         *ebpf.ProgramSpec `ebpf:"weft_go_tls_multi"`
 	WeftGoWriteloop        *ebpf.ProgramSpec `ebpf:"weft_go_writeloop"`
 	WeftInject             *ebpf.ProgramSpec `ebpf:"weft_inject"`
+	WeftJvmTls             *ebpf.ProgramSpec `ebpf:"weft_jvm_tls"`
 	WeftLibcAnnounce       *ebpf.ProgramSpec `ebpf:"weft_libc_announce"`
 	WeftNgxConnectPeer     *ebpf.ProgramSpec `ebpf:"weft_ngx_connect_peer"`
 	WeftNgxConnectPeerRet  *ebpf.ProgramSpec `ebpf:"weft_ngx_connect_peer_ret"`
@@ -670,6 +672,7 @@ type kprobePrograms struct {
 	WeftGoTlsMulti         *ebpf.Program `ebpf:"weft_go_tls_multi"`
 	WeftGoWriteloop        *ebpf.Program `ebpf:"weft_go_writeloop"`
 	WeftInject             *ebpf.Program `ebpf:"weft_inject"`
+	WeftJvmTls             *ebpf.Program `ebpf:"weft_jvm_tls"`
 	WeftLibcAnnounce       *ebpf.Program `ebpf:"weft_libc_announce"`
 	WeftNgxConnectPeer     *ebpf.Program `ebpf:"weft_ngx_connect_peer"`
 	WeftNgxConnectPeerRet  *ebpf.Program `ebpf:"weft_ngx_connect_peer_ret"`
@@ -708,6 +711,7 @@ func (p *kprobePrograms) Close() error {
 		p.WeftGoTlsMulti,
 		p.WeftGoWriteloop,
 		p.WeftInject,
+		p.WeftJvmTls,
 		p.WeftLibcAnnounce,
 		p.WeftNgxConnectPeer,
 		p.WeftNgxConnectPeerRet,

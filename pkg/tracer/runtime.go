@@ -264,7 +264,10 @@ func (t *Tracer) attachTLS(pid uint32, c Correlation, plan *hookPlan) string {
 	case c.Mode == ModeGo || c.Mode == ModeRefuse:
 		return "" // a Go program weft cannot follow by goroutine
 	default:
-		libs, err = attachOpenSSL(&t.tls, int(pid), h, plan == nil || !plan.socketBIO)
+		// A JVM's agent library first: attachOpenSSL names every file h has.
+		if _, err = attachJVMTLS(&t.tls, int(pid), h); err == nil {
+			libs, err = attachOpenSSL(&t.tls, int(pid), h, plan == nil || !plan.socketBIO)
+		}
 	}
 	switch {
 	case err != nil:

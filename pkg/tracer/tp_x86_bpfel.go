@@ -287,6 +287,7 @@ const (
 	tpWeftEventKindWEFT_EV_EXEC      tpWeftEventKind = 3
 	tpWeftEventKindWEFT_EV_EXIT      tpWeftEventKind = 4
 	tpWeftEventKindWEFT_EV_FIRST_FIN tpWeftEventKind = 5
+	tpWeftEventKindWEFT_EV_AGENT     tpWeftEventKind = 6
 )
 
 type tpWeftProcMode uint32
@@ -408,6 +409,7 @@ const (
 	tpProgWeftGoWriteloop        = "weft_go_writeloop"
 	tpProgWeftInject             = "weft_inject"
 	tpProgWeftInjectSock         = "weft_inject_sock"
+	tpProgWeftJvmTls             = "weft_jvm_tls"
 	tpProgWeftLibcAnnounce       = "weft_libc_announce"
 	tpProgWeftNgxConnectPeer     = "weft_ngx_connect_peer"
 	tpProgWeftNgxConnectPeerRet  = "weft_ngx_connect_peer_ret"
@@ -519,6 +521,7 @@ type tpProgramSpecs struct {
 	WeftGoWriteloop        *ebpf.ProgramSpec `ebpf:"weft_go_writeloop"`
 	WeftInject             *ebpf.ProgramSpec `ebpf:"weft_inject"`
 	WeftInjectSock         *ebpf.ProgramSpec `ebpf:"weft_inject_sock"`
+	WeftJvmTls             *ebpf.ProgramSpec `ebpf:"weft_jvm_tls"`
 	WeftLibcAnnounce       *ebpf.ProgramSpec `ebpf:"weft_libc_announce"`
 	WeftNgxConnectPeer     *ebpf.ProgramSpec `ebpf:"weft_ngx_connect_peer"`
 	WeftNgxConnectPeerRet  *ebpf.ProgramSpec `ebpf:"weft_ngx_connect_peer_ret"`
@@ -787,6 +790,7 @@ type tpPrograms struct {
 	WeftGoWriteloop        *ebpf.Program `ebpf:"weft_go_writeloop"`
 	WeftInject             *ebpf.Program `ebpf:"weft_inject"`
 	WeftInjectSock         *ebpf.Program `ebpf:"weft_inject_sock"`
+	WeftJvmTls             *ebpf.Program `ebpf:"weft_jvm_tls"`
 	WeftLibcAnnounce       *ebpf.Program `ebpf:"weft_libc_announce"`
 	WeftNgxConnectPeer     *ebpf.Program `ebpf:"weft_ngx_connect_peer"`
 	WeftNgxConnectPeerRet  *ebpf.Program `ebpf:"weft_ngx_connect_peer_ret"`
@@ -840,6 +844,7 @@ func (p *tpPrograms) Close() error {
 		p.WeftGoWriteloop,
 		p.WeftInject,
 		p.WeftInjectSock,
+		p.WeftJvmTls,
 		p.WeftLibcAnnounce,
 		p.WeftNgxConnectPeer,
 		p.WeftNgxConnectPeerRet,

@@ -25,6 +25,18 @@ public final class WeftNative {
   /** Makes every thread register its slot again at its next mount. */
   public static native void refresh();
 
+  /**
+   * TLS plaintext of an SSLSocket (its socket's descriptor is read from it):
+   * dir 0 = b[off, off+len) about to be sent, 1 = just received.
+   */
+  public static native void tlsSocket(Object sslSocket, int dir, byte[] b, int off, int len);
+
+  /**
+   * TLS plaintext of engine id: len bytes, the first of which are in plain;
+   * fp, when not null, the first 24 bytes of the record made (dir 0) or read (1).
+   */
+  public static native void tlsEngine(long id, int dir, byte[] plain, int len, byte[] fp);
+
   /** Packets sent since the library loaded (all ops). */
   public static native long packets();
 }

@@ -13,6 +13,8 @@ import dev.weft.agent.advice.CarryAdvice;
 import dev.weft.agent.advice.ContextAdvice;
 import dev.weft.agent.advice.CoroutineAdvice;
 import dev.weft.agent.advice.ExecutorAdvice;
+import dev.weft.agent.advice.TlsAdvice;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import net.bytebuddy.description.method.MethodDescription;
@@ -217,6 +219,25 @@ final class Hooks {
             CarryAdvice.InheritWithPublisher.class, "<init>(Exchange, HttpConnection) (and its writePublisher)"))
         .hook(new Hook(http + "Http1Exchange$Http1Publisher$WriteTask", named("run").and(takesArguments(0)),
             CarryAdvice.MountOuter.class, "run() (writes the request)")));
+
+    // The JDK's TLS, for weft to see HTTPS in clear (TlsAdvice): SSLSocket's
+    // application streams (OkHttp, HttpsURLConnection, Apache's classic
+    // client) and SSLEngine's wrap and unwrap, every overload's way (the
+    // JDK's HttpClient, Netty, Apache's async client).
+    String ssl = "sun.security.ssl.";
+    m.add(new Module("jdk-tls", "JDK TLS: SSLSocket and SSLEngine (JDK 11+)", null, Module.JDK)
+        .hook(new Hook(ssl + "SSLSocketImpl$AppOutputStream",
+            named("write").and(takesArguments(byte[].class, int.class, int.class)), TlsAdvice.SocketWrite.class,
+            "write(byte[], int, int)"))
+        .hook(new Hook(ssl + "SSLSocketImpl$AppInputStream",
+            named("read").and(takesArguments(byte[].class, int.class, int.class)), TlsAdvice.SocketRead.class,
+            "read(byte[], int, int)"))
+        .hook(new Hook(ssl + "SSLEngineImpl",
+            named("wrap").and(takesArguments(ByteBuffer[].class, int.class, int.class, ByteBuffer.class)),
+            TlsAdvice.EngineWrap.class, "wrap(ByteBuffer[], int, int, ByteBuffer)"))
+        .hook(new Hook(ssl + "SSLEngineImpl",
+            named("unwrap").and(takesArguments(ByteBuffer.class, ByteBuffer[].class, int.class, int.class)),
+            TlsAdvice.EngineUnwrap.class, "unwrap(ByteBuffer, ByteBuffer[], int, int)")));
 
     // Apache HttpClient 5 async: the request leaves the caller's thread with
     // its context; the I/O reactor writes it from the connection's duplexer.

@@ -1,0 +1,108 @@
+package tracer
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/cilium/ebpf/link"
+)
+
+// jvmTLSFunc is the function of libweft_jni the Java agent calls with
+// each TLS call's plaintext (jni/weft_tls.c, bpf/include/jvmtls.h).
+const jvmTLSFunc = "weft_tls_event"
+
+// jniLibNames are the names libweft_jni is mapped under: the agent's
+// private copy (unlinked once loaded), or the file -Dweft.agent.native
+// names.
+var jniLibNames = []string{"weft-jni-", "libweft_jni"}
+
+// jniLib finds libweft_jni among process pid's mappings. The path is the
+// mapping's /proc/pid/map_files entry, which opens the file even after
+// the agent unlinked it.
+func jniLib(pid int) (path string, id fileID, err error) {
+	proc := "/proc/" + strconv.Itoa(pid)
+	f, err := os.Open(proc + "/maps")
+	if err != nil {
+		return "", fileID{}, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 6 || !isJNILib(filepath.Base(fields[5])) {
+			continue
+		}
+		path = proc + "/map_files/" + fields[0]
+		fi, err := os.Stat(path)
+		if err != nil {
+			return "", fileID{}, fmt.Errorf("stat %s: %w", path, err)
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return "", fileID{}, fmt.Errorf("stat %s: no inode", path)
+		}
+		return path, fileID{st.Dev, st.Ino}, nil
+	}
+	return "", fileID{}, sc.Err()
+}
+
+func isJNILib(base string) bool {
+	for _, n := range jniLibNames {
+		if strings.HasPrefix(base, n) && strings.Contains(base, ".so") {
+			return true
+		}
+	}
+	return false
+}
+
+// attachJVMTLS probes libweft_jni's jvmTLSFunc in process pid, once, if
+// the process mapped the library; true when h has it.
+func attachJVMTLS(progs *tlsPrograms, pid int, h *tlsHooks) (bool, error) {
+	if progs.JVM == nil {
+		return false, nil
+	}
+	path, id, err := jniLib(pid)
+	if err != nil || path == "" {
+		return false, err
+	}
+	if _, done := h.files[id]; done {
+		return true, nil
+	}
+	ex, err := link.OpenExecutable(path)
+	if err != nil {
+		return false, fmt.Errorf("open %s: %w", path, err)
+	}
+	l, err := ex.Uprobe(jvmTLSFunc, progs.JVM, &link.UprobeOptions{PID: pid})
+	if err != nil {
+		return false, fmt.Errorf("uprobe %s: %w", jvmTLSFunc, err)
+	}
+	h.links = append(h.links, l)
+	h.files[id] = "the Java agent's TLS hooks"
+	return true, nil
+}
+
+// AgentLoaded probes the TLS hooks of the agent process pid just loaded
+// (its first mount-protocol packet): its library was not mapped when the
+// process was classified.
+func (t *Tracer) AgentLoaded(pid uint32) {
+	if t.tls.JVM == nil {
+		return
+	}
+	t.rtMu.Lock()
+	defer t.rtMu.Unlock()
+	h := t.tlsHooks[pid]
+	if h == nil {
+		h = &tlsHooks{files: map[fileID]string{}}
+		t.tlsHooks[pid] = h
+	}
+	if ok, err := attachJVMTLS(&t.tls, int(pid), h); err != nil {
+		t.log.Warn("the Java agent's TLS hooks failed to attach: its HTTPS is not followed", "pid", pid, "err", err)
+	} else if ok {
+		t.log.Info("the Java agent's TLS hooks attached", "pid", pid)
+	}
+}
