@@ -47,7 +47,7 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.ioctl, "ioctl-packets", d.IoctlPackets, "read OBI's ioctl mount packets: auto, on or off (on with the tracepoint path slows every process's syscalls)")
 	fs.StringVar(&f.propagation, "propagation", d.Propagation, "write traceparent into outgoing HTTP/1.x requests: headers or off")
 	fs.StringVar(&f.rtHooks, "runtime-hooks", d.RuntimeHooks, "uprobes on Go programs so their calls keep their goroutine's parent: on or off")
-	fs.StringVar(&f.tls, "tls", d.TLS, "uprobes on traced processes' TLS library (OpenSSL, Go's crypto/tls) so HTTPS is seen in clear: on or off")
+	fs.StringVar(&f.tls, "tls", d.TLS, "uprobes on traced processes' TLS library (OpenSSL, Go's crypto/tls, the Java agent's) so HTTPS is seen in clear: on or off")
 	fs.StringVar(&f.javaAgent, "java-agent", d.JavaAgent, "load weft's Java agent into traced JVMs: attach or off")
 	fs.StringVar(&f.nodeAgent, "node-agent", d.NodeAgent, "load weft's Node.js companion into traced Node.js processes: attach or off")
 	fs.StringVar(&f.javaArgs, "java-agent-args", "", "arguments for the Java agent weft attaches, e.g. mode=ioctl")
