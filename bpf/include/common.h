@@ -400,17 +400,6 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 	/* The plaintext of a TLS socket is another stream than its bytes on
 	 * the wire (a handshake outside the calls, say): keyed apart. */
 	__u64 sid = tls ? TLS_SOCK_KEY(sk) : (__u64)sk;
-	__u32 *marked = bpf_map_lookup_elem(&not_http_socks, &sid);
-	if (marked) {
-		struct sock_common *c = &sk->__sk_common;
-		__u32 ports = (__u32)BPF_CORE_READ(c, skc_num) << 16 | bpf_ntohs(BPF_CORE_READ(c, skc_dport));
-		if (*marked == ports) {
-			count(WEFT_STAT_NOT_HTTP_SKIPPED);
-			return;
-		}
-		/* Marked for a socket that closed first: another is at its address. */
-		bpf_map_delete_elem(&not_http_socks, &sid);
-	}
 	__u32 zero = 0;
 	struct event_buf *e = bpf_map_lookup_elem(&scratch, &zero);
 	if (!e)
@@ -428,6 +417,17 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 	__builtin_memset(h->saddr, 0, sizeof(h->saddr));
 	__builtin_memset(h->daddr, 0, sizeof(h->daddr));
 	fill_addrs(h, sk);
+	/* Checked once the ports are in the event (no stack: emit_data's
+	 * frame is in every socket program, near older verifiers' limit). */
+	__u32 *marked = bpf_map_lookup_elem(&not_http_socks, &sid);
+	if (marked) {
+		if (*marked == ((__u32)h->sport << 16 | h->dport)) {
+			count(WEFT_STAT_NOT_HTTP_SKIPPED);
+			return;
+		}
+		/* Marked for a socket that closed first: another is at its address. */
+		bpf_map_delete_elem(&not_http_socks, &sid);
+	}
 
 	h->capture = WEFT_CAP_PREFIX;
 	struct h2_walk *h2 = h2_lookup(sid, dir);

@@ -144,6 +144,24 @@ type kprobeInjectBuf struct {
 	Cs   kprobeClientSpan
 }
 
+type kprobeJvmTlsScratch struct {
+	_  structs.HostLayout
+	Io struct {
+		_     structs.HostLayout
+		Conn  uint64
+		Fd    int32
+		Dir   uint8
+		Kind  uint8
+		HasFp uint8
+		Pad   uint8
+		Len   uint64
+		Buf   uint64
+		Fp    [24]uint8
+	}
+	Fp kprobeTlsFpKey
+	_  [4]byte
+}
+
 type kprobePendingHead struct {
 	_   structs.HostLayout
 	Key uint64
@@ -276,6 +294,7 @@ const (
 	kprobeMapInflightRecv            = "inflight_recv"
 	kprobeMapInflightSend            = "inflight_send"
 	kprobeMapInjectScratch           = "inject_scratch"
+	kprobeMapJvmTlsScratch           = "jvm_tls_scratch"
 	kprobeMapKeyLoad                 = "key_load"
 	kprobeMapNgxConnecting           = "ngx_connecting"
 	kprobeMapNgxUpstreamFor          = "ngx_upstream_for"
@@ -316,6 +335,7 @@ const (
 	kprobeProgWeftGoWriteloop        = "weft_go_writeloop"
 	kprobeProgWeftInject             = "weft_inject"
 	kprobeProgWeftJvmTls             = "weft_jvm_tls"
+	kprobeProgWeftJvmTlsRequest      = "weft_jvm_tls_request"
 	kprobeProgWeftLibcAnnounce       = "weft_libc_announce"
 	kprobeProgWeftNgxConnectPeer     = "weft_ngx_connect_peer"
 	kprobeProgWeftNgxConnectPeerRet  = "weft_ngx_connect_peer_ret"
@@ -413,6 +433,7 @@ type kprobeProgramSpecs struct {
 	WeftGoWriteloop        *ebpf.ProgramSpec `ebpf:"weft_go_writeloop"`
 	WeftInject             *ebpf.ProgramSpec `ebpf:"weft_inject"`
 	WeftJvmTls             *ebpf.ProgramSpec `ebpf:"weft_jvm_tls"`
+	WeftJvmTlsRequest      *ebpf.ProgramSpec `ebpf:"weft_jvm_tls_request"`
 	WeftLibcAnnounce       *ebpf.ProgramSpec `ebpf:"weft_libc_announce"`
 	WeftNgxConnectPeer     *ebpf.ProgramSpec `ebpf:"weft_ngx_connect_peer"`
 	WeftNgxConnectPeerRet  *ebpf.ProgramSpec `ebpf:"weft_ngx_connect_peer_ret"`
@@ -460,6 +481,7 @@ type kprobeMapSpecs struct {
 	InflightRecv    *ebpf.MapSpec `ebpf:"inflight_recv"`
 	InflightSend    *ebpf.MapSpec `ebpf:"inflight_send"`
 	InjectScratch   *ebpf.MapSpec `ebpf:"inject_scratch"`
+	JvmTlsScratch   *ebpf.MapSpec `ebpf:"jvm_tls_scratch"`
 	KeyLoad         *ebpf.MapSpec `ebpf:"key_load"`
 	NgxConnecting   *ebpf.MapSpec `ebpf:"ngx_connecting"`
 	NgxUpstreamFor  *ebpf.MapSpec `ebpf:"ngx_upstream_for"`
@@ -552,6 +574,7 @@ type kprobeMaps struct {
 	InflightRecv    *ebpf.Map `ebpf:"inflight_recv"`
 	InflightSend    *ebpf.Map `ebpf:"inflight_send"`
 	InjectScratch   *ebpf.Map `ebpf:"inject_scratch"`
+	JvmTlsScratch   *ebpf.Map `ebpf:"jvm_tls_scratch"`
 	KeyLoad         *ebpf.Map `ebpf:"key_load"`
 	NgxConnecting   *ebpf.Map `ebpf:"ngx_connecting"`
 	NgxUpstreamFor  *ebpf.Map `ebpf:"ngx_upstream_for"`
@@ -602,6 +625,7 @@ func (m *kprobeMaps) Close() error {
 		m.InflightRecv,
 		m.InflightSend,
 		m.InjectScratch,
+		m.JvmTlsScratch,
 		m.KeyLoad,
 		m.NgxConnecting,
 		m.NgxUpstreamFor,
@@ -673,6 +697,7 @@ type kprobePrograms struct {
 	WeftGoWriteloop        *ebpf.Program `ebpf:"weft_go_writeloop"`
 	WeftInject             *ebpf.Program `ebpf:"weft_inject"`
 	WeftJvmTls             *ebpf.Program `ebpf:"weft_jvm_tls"`
+	WeftJvmTlsRequest      *ebpf.Program `ebpf:"weft_jvm_tls_request"`
 	WeftLibcAnnounce       *ebpf.Program `ebpf:"weft_libc_announce"`
 	WeftNgxConnectPeer     *ebpf.Program `ebpf:"weft_ngx_connect_peer"`
 	WeftNgxConnectPeerRet  *ebpf.Program `ebpf:"weft_ngx_connect_peer_ret"`
@@ -712,6 +737,7 @@ func (p *kprobePrograms) Close() error {
 		p.WeftGoWriteloop,
 		p.WeftInject,
 		p.WeftJvmTls,
+		p.WeftJvmTlsRequest,
 		p.WeftLibcAnnounce,
 		p.WeftNgxConnectPeer,
 		p.WeftNgxConnectPeerRet,

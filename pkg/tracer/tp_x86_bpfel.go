@@ -146,6 +146,24 @@ type tpInjectBuf struct {
 	Cs   tpClientSpan
 }
 
+type tpJvmTlsScratch struct {
+	_  structs.HostLayout
+	Io struct {
+		_     structs.HostLayout
+		Conn  uint64
+		Fd    int32
+		Dir   uint8
+		Kind  uint8
+		HasFp uint8
+		Pad   uint8
+		Len   uint64
+		Buf   uint64
+		Fp    [24]uint8
+	}
+	Fp tpTlsFpKey
+	_  [4]byte
+}
+
 type tpPendingHead struct {
 	_   structs.HostLayout
 	Key uint64
@@ -352,6 +370,7 @@ const (
 	tpMapH2Conns                 = "h2_conns"
 	tpMapInflightCalls           = "inflight_calls"
 	tpMapInjectScratch           = "inject_scratch"
+	tpMapJvmTlsScratch           = "jvm_tls_scratch"
 	tpMapKeyLoad                 = "key_load"
 	tpMapNgxConnecting           = "ngx_connecting"
 	tpMapNgxUpstreamFor          = "ngx_upstream_for"
@@ -410,6 +429,7 @@ const (
 	tpProgWeftInject             = "weft_inject"
 	tpProgWeftInjectSock         = "weft_inject_sock"
 	tpProgWeftJvmTls             = "weft_jvm_tls"
+	tpProgWeftJvmTlsRequest      = "weft_jvm_tls_request"
 	tpProgWeftLibcAnnounce       = "weft_libc_announce"
 	tpProgWeftNgxConnectPeer     = "weft_ngx_connect_peer"
 	tpProgWeftNgxConnectPeerRet  = "weft_ngx_connect_peer_ret"
@@ -522,6 +542,7 @@ type tpProgramSpecs struct {
 	WeftInject             *ebpf.ProgramSpec `ebpf:"weft_inject"`
 	WeftInjectSock         *ebpf.ProgramSpec `ebpf:"weft_inject_sock"`
 	WeftJvmTls             *ebpf.ProgramSpec `ebpf:"weft_jvm_tls"`
+	WeftJvmTlsRequest      *ebpf.ProgramSpec `ebpf:"weft_jvm_tls_request"`
 	WeftLibcAnnounce       *ebpf.ProgramSpec `ebpf:"weft_libc_announce"`
 	WeftNgxConnectPeer     *ebpf.ProgramSpec `ebpf:"weft_ngx_connect_peer"`
 	WeftNgxConnectPeerRet  *ebpf.ProgramSpec `ebpf:"weft_ngx_connect_peer_ret"`
@@ -564,6 +585,7 @@ type tpMapSpecs struct {
 	H2Conns        *ebpf.MapSpec `ebpf:"h2_conns"`
 	InflightCalls  *ebpf.MapSpec `ebpf:"inflight_calls"`
 	InjectScratch  *ebpf.MapSpec `ebpf:"inject_scratch"`
+	JvmTlsScratch  *ebpf.MapSpec `ebpf:"jvm_tls_scratch"`
 	KeyLoad        *ebpf.MapSpec `ebpf:"key_load"`
 	NgxConnecting  *ebpf.MapSpec `ebpf:"ngx_connecting"`
 	NgxUpstreamFor *ebpf.MapSpec `ebpf:"ngx_upstream_for"`
@@ -654,6 +676,7 @@ type tpMaps struct {
 	H2Conns        *ebpf.Map `ebpf:"h2_conns"`
 	InflightCalls  *ebpf.Map `ebpf:"inflight_calls"`
 	InjectScratch  *ebpf.Map `ebpf:"inject_scratch"`
+	JvmTlsScratch  *ebpf.Map `ebpf:"jvm_tls_scratch"`
 	KeyLoad        *ebpf.Map `ebpf:"key_load"`
 	NgxConnecting  *ebpf.Map `ebpf:"ngx_connecting"`
 	NgxUpstreamFor *ebpf.Map `ebpf:"ngx_upstream_for"`
@@ -702,6 +725,7 @@ func (m *tpMaps) Close() error {
 		m.H2Conns,
 		m.InflightCalls,
 		m.InjectScratch,
+		m.JvmTlsScratch,
 		m.KeyLoad,
 		m.NgxConnecting,
 		m.NgxUpstreamFor,
@@ -791,6 +815,7 @@ type tpPrograms struct {
 	WeftInject             *ebpf.Program `ebpf:"weft_inject"`
 	WeftInjectSock         *ebpf.Program `ebpf:"weft_inject_sock"`
 	WeftJvmTls             *ebpf.Program `ebpf:"weft_jvm_tls"`
+	WeftJvmTlsRequest      *ebpf.Program `ebpf:"weft_jvm_tls_request"`
 	WeftLibcAnnounce       *ebpf.Program `ebpf:"weft_libc_announce"`
 	WeftNgxConnectPeer     *ebpf.Program `ebpf:"weft_ngx_connect_peer"`
 	WeftNgxConnectPeerRet  *ebpf.Program `ebpf:"weft_ngx_connect_peer_ret"`
@@ -845,6 +870,7 @@ func (p *tpPrograms) Close() error {
 		p.WeftInject,
 		p.WeftInjectSock,
 		p.WeftJvmTls,
+		p.WeftJvmTlsRequest,
 		p.WeftLibcAnnounce,
 		p.WeftNgxConnectPeer,
 		p.WeftNgxConnectPeerRet,
