@@ -10,11 +10,32 @@
 
 #include "weft_jni.h"
 
-/* weft's uprobe reads *io at this function's entry. noinline and an
- * opaque use keep the call, and the symbol, in the library. */
+/* weft's uprobes read *io at these functions' entries. noinline and an
+ * opaque use keep the calls, and the symbols, in the library. */
 __attribute__((noinline, visibility("default"))) void weft_tls_event(const struct weft_tls_io *io)
 {
 	__asm__ volatile("" : : "r"(io) : "memory");
+}
+
+/* Called first for plaintext about to be sent that may begin a request:
+ * weft decides its client span there. */
+__attribute__((noinline, visibility("default"))) void weft_tls_request(const struct weft_tls_io *io)
+{
+	__asm__ volatile("" : : "r"(io) : "memory");
+}
+
+/* Plaintext that may begin a request: an upper-case token (a method), not
+ * a response's "HTTP/". One more trap per request, none per response. */
+static int may_begin_request(const uint8_t *p, jint n)
+{
+	return n >= 5 && p[0] >= 'A' && p[0] <= 'Z' && memcmp(p, "HTTP/", 5) != 0;
+}
+
+static void report(const struct weft_tls_io *io, const uint8_t *plain, jint copied)
+{
+	if (io->dir == 0 && may_begin_request(plain, copied))
+		weft_tls_request(io);
+	weft_tls_event(io);
 }
 
 /* The descriptor of an SSLSocketImpl's socket (the socket it is, or the
@@ -83,7 +104,7 @@ JNIEXPORT void JNICALL Java_dev_weft_agent_bootstrap_WeftNative_tlsSocket(JNIEnv
 				 .len = (uint64_t)len, .buf = (uint64_t)(uintptr_t)plain};
 	if (io.fd < 0)
 		return;
-	weft_tls_event(&io);
+	report(&io, plain, copied);
 }
 
 JNIEXPORT void JNICALL Java_dev_weft_agent_bootstrap_WeftNative_tlsEngine(JNIEnv *env, jclass cls, jlong conn,
@@ -102,5 +123,5 @@ JNIEXPORT void JNICALL Java_dev_weft_agent_bootstrap_WeftNative_tlsEngine(JNIEnv
 		(*env)->GetByteArrayRegion(env, fp, 0, WEFT_TLS_FP_LEN, (jbyte *)io.fp);
 		io.has_fp = 1;
 	}
-	weft_tls_event(&io);
+	report(&io, copy, copied);
 }

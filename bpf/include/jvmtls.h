@@ -1,9 +1,10 @@
 /* The JVM's TLS, as weft's Java agent sees it: its advice on the JDK's
  * SSLSocket streams and SSLEngine hands each call's plaintext to
  * libweft_jni (jni/weft_tls.c), which calls weft_tls_event(io) once per
- * call; user space uprobes that function's entry in each JVM that mapped
- * the library. Writes come before their bytes are encrypted (the client
- * span is decided before any leaves), reads after they were decrypted.
+ * call (and weft_tls_request before it for what may begin a request);
+ * user space uprobes their entries in each JVM that mapped the library.
+ * Writes come before their bytes are encrypted (the client span is
+ * decided before any leaves), reads after they were decrypted.
  *
  *   SSLSocket: io->fd is the socket's descriptor; its socket is the one.
  *   SSLEngine: io->conn names the engine, which moves no bytes itself (the
@@ -35,30 +36,44 @@ struct jvm_tls_io {
 	__u8 fp[TLS_FP_LEN];
 };
 
-/* The socket of engine conn of process pi, tied now by the record fp
- * when it can be; 0 while it is not known. */
-static __always_inline __u64 jvm_engine_sock(struct proc_info *pi, __u32 tgid, const struct jvm_tls_io *io)
+/* One call's record and the key its fingerprint makes, per CPU: the
+ * program's stack, with emit_data's calls below it, has no room for them
+ * on older kernels' verifiers. */
+struct jvm_tls_scratch {
+	struct jvm_tls_io io;
+	struct tls_fp_key fp;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct jvm_tls_scratch);
+} jvm_tls_scratch SEC(".maps");
+
+/* The socket of the engine in w->io of process pi, tied now by its
+ * record's fingerprint when it can be; 0 while it is not known. */
+static __always_inline __u64 jvm_engine_sock(struct proc_info *pi, __u32 tgid, struct jvm_tls_scratch *w)
 {
 	proc_tls_mark(pi, WEFT_PROC_TLS_BIO);
-	struct tls_conn_key k = {.conn = io->conn, .tgid = tgid};
+	struct tls_conn_key k = {.conn = w->io.conn, .tgid = tgid};
 	__u64 *s = bpf_map_lookup_elem(&tls_socks, &k);
 	if (s)
 		return *s;
-	if (!io->has_fp)
+	if (!w->io.has_fp)
 		return 0;
-	struct tls_fp_key fp = {.tgid = tgid};
-	__builtin_memcpy(fp.b, io->fp, TLS_FP_LEN);
-	if (io->dir == WEFT_DIR_EGRESS) {
-		__u64 conn = io->conn;
-		bpf_map_update_elem(&tls_out_fps, &fp, &conn, BPF_ANY);
+	w->fp.tgid = tgid;
+	__builtin_memcpy(w->fp.b, w->io.fp, TLS_FP_LEN);
+	if (w->io.dir == WEFT_DIR_EGRESS) {
+		bpf_map_update_elem(&tls_out_fps, &w->fp, &w->io.conn, BPF_ANY);
 		return 0;
 	}
-	s = bpf_map_lookup_elem(&tls_in_fps, &fp);
+	s = bpf_map_lookup_elem(&tls_in_fps, &w->fp);
 	if (!s)
 		return 0;
 	__u64 sk = *s;
-	bpf_map_delete_elem(&tls_in_fps, &fp);
-	tls_bio_tie(io->conn, tgid, sk);
+	bpf_map_delete_elem(&tls_in_fps, &w->fp);
+	tls_bio_tie(w->io.conn, tgid, sk);
 	return sk;
 }
 
@@ -69,22 +84,24 @@ int weft_jvm_tls(struct pt_regs *ctx)
 	__u32 tgid = pid_tgid >> 32;
 	if (!pid_traced(tgid))
 		return 0;
-	struct jvm_tls_io io;
-	if (bpf_probe_read_user(&io, sizeof(io), (void *)ctx->di) < 0 || io.dir > WEFT_DIR_INGRESS)
+	__u32 zero = 0;
+	struct jvm_tls_scratch *w = bpf_map_lookup_elem(&jvm_tls_scratch, &zero);
+	if (!w || bpf_probe_read_user(&w->io, sizeof(w->io), (void *)ctx->di) < 0 || w->io.dir > WEFT_DIR_INGRESS)
 		return 0;
-	struct proc_info *pi = proc_of(tgid);
+	__u8 dir = w->io.dir;
+	__u64 len = w->io.len, buf = w->io.buf;
 	__u64 sk = 0;
-	switch (io.kind) {
+	switch (w->io.kind) {
 	case JVM_TLS_SOCKET:
-		sk = (__u64)fd_sock(io.fd);
+		sk = (__u64)fd_sock(w->io.fd);
 		break;
 	case JVM_TLS_ENGINE:
-		sk = jvm_engine_sock(pi, tgid, &io);
+		sk = jvm_engine_sock(proc_of(tgid), tgid, w);
 		break;
 	default:
 		return 0;
 	}
-	if (io.len == 0 || io.len > 0x7fffffff)
+	if (len == 0 || len > 0x7fffffff)
 		return 0;
 	/* A socket closes untracked: a tie to one that closed (its address
 	 * may be another socket's by now) names nothing. */
@@ -94,16 +111,45 @@ int weft_jvm_tls(struct pt_regs *ctx)
 	}
 	/* The id the agent mounted on this thread now, as at a socket call. */
 	refresh_slot((__u32)pid_tgid);
-	struct user_buf ub = {.ptr = io.buf};
-	if (io.dir == WEFT_DIR_EGRESS) {
-		/* A request's client span, decided before its bytes leave, for
-		 * the server at the other end (tlslink.h). */
-		__u32 zero = 0;
-		struct event_buf *e = bpf_map_lookup_elem(&scratch, &zero);
-		if (e)
-			tls_client_start(e, copy_payload(e, &ub, (__u32)io.len), pid_tgid, sk, 0);
+	struct user_buf ub = {.ptr = buf};
+	emit_data(ctx, (struct sock *)sk, dir, (__u32)len, &ub, true);
+	return 0;
+}
+
+/* weft_tls_request(io), which libweft_jni calls before weft_tls_event for
+ * plaintext that may begin a request: the request's client span, decided
+ * before its bytes leave, for the server at the other end (tlslink.h). A
+ * program of its own: with emit_data's frame beside it, the two calls
+ * below would pass older verifiers' 512 bytes of combined stack. An
+ * engine not tied yet has no socket to decide for. */
+SEC("uprobe")
+int weft_jvm_tls_request(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	if (!pid_traced(tgid))
+		return 0;
+	__u32 zero = 0;
+	struct jvm_tls_scratch *w = bpf_map_lookup_elem(&jvm_tls_scratch, &zero);
+	if (!w || bpf_probe_read_user(&w->io, sizeof(w->io), (void *)ctx->di) < 0 || w->io.dir != WEFT_DIR_EGRESS ||
+	    w->io.len == 0 || w->io.len > 0x7fffffff)
+		return 0;
+	__u64 sk = 0;
+	if (w->io.kind == JVM_TLS_SOCKET) {
+		sk = (__u64)fd_sock(w->io.fd);
+	} else {
+		struct tls_conn_key k = {.conn = w->io.conn, .tgid = tgid};
+		__u64 *s = bpf_map_lookup_elem(&tls_socks, &k);
+		sk = s ? *s : 0;
 	}
-	emit_data(ctx, (struct sock *)sk, io.dir, (__u32)io.len, &ub, true);
+	if (!sk || !bpf_map_lookup_elem(&tracked_socks, &sk))
+		return 0;
+	refresh_slot((__u32)pid_tgid);
+	struct user_buf ub = {.ptr = w->io.buf};
+	__u32 len = (__u32)w->io.len;
+	struct event_buf *e = bpf_map_lookup_elem(&scratch, &zero);
+	if (e)
+		tls_client_start(e, copy_payload(e, &ub, len), pid_tgid, sk, 0);
 	return 0;
 }
 

@@ -154,6 +154,7 @@ var hooks = []hook{
 	{prog: "weft_go_tls", paths: onEvery, feature: tlsCapture},
 	{prog: "weft_go_tls_multi", paths: onEvery, feature: tlsCapture},
 	{prog: "weft_jvm_tls", paths: onEvery, feature: tlsCapture},
+	{prog: "weft_jvm_tls_request", paths: onEvery, feature: tlsCapture},
 }
 
 // hookIndex finds a program's declaration.
@@ -226,22 +227,24 @@ type tlsPrograms struct {
 	RetMulti   *ebpf.Program `ebpf:"weft_ssl_ret_multi"`
 	Go         *ebpf.Program `ebpf:"weft_go_tls"`
 	GoMulti    *ebpf.Program `ebpf:"weft_go_tls_multi"`
-	JVM        *ebpf.Program `ebpf:"weft_jvm_tls"` // one form: a uprobe per JVM
+	JVM        *ebpf.Program `ebpf:"weft_jvm_tls"` // one form: uprobes per JVM
+	JVMRequest *ebpf.Program `ebpf:"weft_jvm_tls_request"`
 }
 
 func (p *tlsPrograms) Close() error {
-	return closeAll(p.Enter, p.Ret, p.EnterMulti, p.RetMulti, p.Go, p.GoMulti, p.JVM)
+	return closeAll(p.Enter, p.Ret, p.EnterMulti, p.RetMulti, p.Go, p.GoMulti, p.JVM, p.JVMRequest)
 }
 
 // assign takes from coll the form of the TLS probes that was loaded.
 func (p *tlsPrograms) assign(coll *ebpf.Collection) error {
 	var jvm struct {
-		JVM *ebpf.Program `ebpf:"weft_jvm_tls"`
+		JVM     *ebpf.Program `ebpf:"weft_jvm_tls"`
+		Request *ebpf.Program `ebpf:"weft_jvm_tls_request"`
 	}
 	if err := coll.Assign(&jvm); err != nil {
 		return err
 	}
-	p.JVM = jvm.JVM
+	p.JVM, p.JVMRequest = jvm.JVM, jvm.Request
 	if _, ok := coll.Programs["weft_ssl_enter_multi"]; ok {
 		var m struct {
 			Enter *ebpf.Program `ebpf:"weft_ssl_enter_multi"`

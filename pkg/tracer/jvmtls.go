@@ -9,12 +9,17 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 )
 
-// jvmTLSFunc is the function of libweft_jni the Java agent calls with
-// each TLS call's plaintext (jni/weft_tls.c, bpf/include/jvmtls.h).
-const jvmTLSFunc = "weft_tls_event"
+// The functions of libweft_jni the Java agent calls with each TLS call's
+// plaintext, and before it with plaintext that may begin a request
+// (jni/weft_tls.c, bpf/include/jvmtls.h).
+const (
+	jvmTLSFunc    = "weft_tls_event"
+	jvmTLSReqFunc = "weft_tls_request"
+)
 
 // jniLibNames are the names libweft_jni is mapped under: the agent's
 // private copy (unlinked once loaded), or the file -Dweft.agent.native
@@ -77,11 +82,19 @@ func attachJVMTLS(progs *tlsPrograms, pid int, h *tlsHooks) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("open %s: %w", path, err)
 	}
-	l, err := ex.Uprobe(jvmTLSFunc, progs.JVM, &link.UprobeOptions{PID: pid})
-	if err != nil {
-		return false, fmt.Errorf("uprobe %s: %w", jvmTLSFunc, err)
+	var links hookLinks
+	for _, p := range []struct {
+		fn   string
+		prog *ebpf.Program
+	}{{jvmTLSFunc, progs.JVM}, {jvmTLSReqFunc, progs.JVMRequest}} {
+		l, err := ex.Uprobe(p.fn, p.prog, &link.UprobeOptions{PID: pid})
+		if err != nil {
+			links.Close()
+			return false, fmt.Errorf("uprobe %s: %w", p.fn, err)
+		}
+		links = append(links, l)
 	}
-	h.links = append(h.links, l)
+	h.links = append(h.links, links...)
 	h.files[id] = "the Java agent's TLS hooks"
 	return true, nil
 }
