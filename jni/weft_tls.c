@@ -44,7 +44,7 @@ static void report(const struct weft_tls_io *io, const uint8_t *plain, jint copi
  * unload). */
 static jfieldID self_fid, impl_fid, fd_fid;
 static jmethodID getfd_mid;
-static volatile int ids_state; /* 0 not yet, 1 ready, -1 unavailable */
+static int ids_state; /* 0 not yet, 1 ready, -1 unavailable: published after the ids */
 
 static int lookup_ids(JNIEnv *env)
 {
@@ -65,9 +65,12 @@ static int lookup_ids(JNIEnv *env)
 
 static int32_t socket_fd(JNIEnv *env, jobject ssl)
 {
-	if (ids_state == 0)
-		ids_state = lookup_ids(env);
-	if (ids_state < 0 || !ssl)
+	int state = __atomic_load_n(&ids_state, __ATOMIC_ACQUIRE);
+	if (state == 0) {
+		state = lookup_ids(env); /* two threads may both look: the same ids */
+		__atomic_store_n(&ids_state, state, __ATOMIC_RELEASE);
+	}
+	if (state < 0 || !ssl)
 		return -1;
 	int32_t fd = -1;
 	jobject s = (*env)->GetObjectField(env, ssl, self_fid);
