@@ -1,11 +1,8 @@
 package tracer
 
 import (
-	"bufio"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -30,30 +27,19 @@ var jniLibNames = []string{"weft-jni-", "libweft_jni"}
 // mapping's /proc/pid/map_files entry, which opens the file even after
 // the agent unlinked it.
 func jniLib(pid int) (path string, id fileID, err error) {
-	proc := "/proc/" + strconv.Itoa(pid)
-	f, err := os.Open(proc + "/maps")
-	if err != nil {
+	m, ok, err := findMapping(pid, isJNILib)
+	if err != nil || !ok {
 		return "", fileID{}, err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 || !isJNILib(filepath.Base(fields[5])) {
-			continue
-		}
-		path = proc + "/map_files/" + fields[0]
-		fi, err := os.Stat(path)
-		if err != nil {
-			return "", fileID{}, fmt.Errorf("stat %s: %w", path, err)
-		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok {
-			return "", fileID{}, fmt.Errorf("stat %s: no inode", path)
-		}
-		return path, fileID{st.Dev, st.Ino}, nil
+	fi, err := os.Stat(m.mapFile)
+	if err != nil {
+		return "", fileID{}, fmt.Errorf("stat %s: %w", m.mapFile, err)
 	}
-	return "", fileID{}, sc.Err()
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return "", fileID{}, fmt.Errorf("stat %s: no inode", m.mapFile)
+	}
+	return m.mapFile, fileID{st.Dev, st.Ino}, nil
 }
 
 func isJNILib(base string) bool {

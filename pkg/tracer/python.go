@@ -1,14 +1,10 @@
 package tracer
 
 import (
-	"bufio"
 	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/cilium/ebpf/link"
@@ -55,23 +51,14 @@ func linksOrDefines(path, lib, sym string) bool {
 // mappedLib is the path, seen from here, of the library process pid mapped
 // whose file name starts with prefix.
 func mappedLib(pid int, prefix string) (string, error) {
-	proc := "/proc/" + strconv.Itoa(pid)
-	maps, err := os.Open(proc + "/maps")
+	m, ok, err := findMapping(pid, func(base string) bool { return strings.HasPrefix(base, prefix) })
 	if err != nil {
 		return "", err
 	}
-	defer maps.Close()
-	sc := bufio.NewScanner(maps)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) >= 6 && strings.HasPrefix(filepath.Base(f[5]), prefix) {
-			return proc + "/root" + f[5], nil
-		}
+	if !ok {
+		return "", errors.New("no " + prefix + " mapped")
 	}
-	if err := sc.Err(); err != nil {
-		return "", fmt.Errorf("read %s/maps: %w", proc, err)
-	}
-	return "", errors.New("no " + prefix + " mapped")
+	return m.root, nil
 }
 
 // attachPython puts the companion's announcement hook on process pid's

@@ -1,0 +1,40 @@
+package tracer
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// mapping is a file process pid mapped, named two ways from here: through
+// the process's root (its mount namespace), and through its map_files
+// entry, which opens the file even once it was unlinked.
+type mapping struct {
+	root, mapFile string
+}
+
+// findMapping is the first file in /proc/pid/maps whose base name matches;
+// ok is false when none does.
+func findMapping(pid int, match func(base string) bool) (m mapping, ok bool, err error) {
+	proc := "/proc/" + strconv.Itoa(pid)
+	f, err := os.Open(proc + "/maps")
+	if err != nil {
+		return mapping{}, false, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// address perms offset dev inode path
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 6 && match(filepath.Base(fields[5])) {
+			return mapping{root: proc + "/root" + fields[5], mapFile: proc + "/map_files/" + fields[0]}, true, nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return mapping{}, false, fmt.Errorf("read %s/maps: %w", proc, err)
+	}
+	return mapping{}, false, nil
+}
