@@ -221,14 +221,15 @@ func newExporter(ctx context.Context, cfg config.Config, r *procinfo.Resolver, v
 		return nil, fmt.Errorf("otlp exporter: %w", err)
 	}
 	exp, err := export.NewOTLP(ctx, export.OTLPConfig{
-		Protocol:    t.Protocol,
-		Endpoint:    t.Endpoint,
-		Headers:     cfg.OTLP.Headers,
-		Insecure:    cfg.OTLP.Insecure,
-		Timeout:     cfg.OTLP.Timeout,
-		Compression: cfg.OTLP.Compression,
-		TLS:         otlpTLS(cfg.OTLP),
-		Version:     version,
+		Protocol:     t.Protocol,
+		Endpoint:     t.Endpoint,
+		Headers:      cfg.OTLP.Headers,
+		Insecure:     cfg.OTLP.Insecure,
+		Timeout:      cfg.OTLP.Timeout,
+		Compression:  cfg.OTLP.Compression,
+		TLS:          otlpTLS(cfg.OTLP),
+		BatchTimeout: cfg.OTLP.BatchDelay,
+		Version:      version,
 	}, r)
 	if err != nil {
 		return nil, err // "create otlp exporter: ..." says what failed

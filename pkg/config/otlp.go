@@ -51,10 +51,13 @@ type OTLP struct {
 	// or neither.
 	ClientCertificate string `yaml:"client_certificate"`
 	ClientKey         string `yaml:"client_key"`
+	// BatchDelay is the longest a span waits for its batch to be sent
+	// (OTEL_BSP_SCHEDULE_DELAY); a full batch goes at once.
+	BatchDelay time.Duration `yaml:"batch_delay"`
 }
 
 func defaultOTLP() OTLP {
-	return OTLP{Timeout: 10 * time.Second, Compression: "none"}
+	return OTLP{Timeout: 10 * time.Second, Compression: "none", BatchDelay: time.Second}
 }
 
 // Enabled reports whether spans go to an OTLP endpoint.
@@ -212,6 +215,9 @@ func (o OTLP) validate() error {
 	if o.Timeout < 0 {
 		return fmt.Errorf("%s %v: want a positive duration", otlpSetting("timeout"), o.Timeout)
 	}
+	if o.BatchDelay <= 0 {
+		return fmt.Errorf("otlp.batch_delay (OTEL_BSP_SCHEDULE_DELAY, --otlp-batch-delay) %v: want a positive duration", o.BatchDelay)
+	}
 	if o.Enabled() {
 		if _, err := o.Target(); err != nil {
 			return err
@@ -275,6 +281,13 @@ func applyOTLPEnv(o *OTLP, getenv func(string) string) error {
 	set("CERTIFICATE", func(v string) error { o.Certificate = v; return nil })
 	set("CLIENT_CERTIFICATE", func(v string) error { o.ClientCertificate = v; return nil })
 	set("CLIENT_KEY", func(v string) error { o.ClientKey = v; return nil })
+	if v := getenv("OTEL_BSP_SCHEDULE_DELAY"); v != "" && err == nil {
+		ms, e := strconv.Atoi(v) // milliseconds, per the specification
+		if e != nil {
+			return fmt.Errorf("OTEL_BSP_SCHEDULE_DELAY: %w", e)
+		}
+		o.BatchDelay = time.Duration(ms) * time.Millisecond
+	}
 	return err
 }
 
@@ -283,7 +296,7 @@ type otlpFlags struct {
 	endpoint, tracesEndpoint, protocol, headers string
 	compression, certificate, clientCert, key   string
 	insecure                                    bool
-	timeout                                     time.Duration
+	timeout, batchDelay                         time.Duration
 }
 
 func (f *otlpFlags) register(fs *flag.FlagSet, d OTLP) {
@@ -293,6 +306,7 @@ func (f *otlpFlags) register(fs *flag.FlagSet, d OTLP) {
 	fs.StringVar(&f.headers, "otlp-headers", "", "OTLP headers, k=v,k2=v2")
 	fs.BoolVar(&f.insecure, "otlp-insecure", false, "OTLP without TLS (gRPC, and HTTP endpoints without a scheme)")
 	fs.DurationVar(&f.timeout, "otlp-timeout", d.Timeout, "one batch export, retries included")
+	fs.DurationVar(&f.batchDelay, "otlp-batch-delay", d.BatchDelay, "the longest a span waits for its batch to be sent")
 	fs.StringVar(&f.compression, "otlp-compression", d.Compression, "gzip or none")
 	fs.StringVar(&f.certificate, "otlp-certificate", "", "PEM file of the CAs that verify the OTLP server (default: the system's)")
 	fs.StringVar(&f.clientCert, "otlp-client-certificate", "", "PEM client certificate for mutual TLS (with -otlp-client-key)")
@@ -315,6 +329,8 @@ func (f *otlpFlags) apply(o *OTLP, name string) (err error) {
 		o.Insecure = f.insecure
 	case "otlp-timeout":
 		o.Timeout = f.timeout
+	case "otlp-batch-delay":
+		o.BatchDelay = f.batchDelay
 	case "otlp-compression":
 		o.Compression = f.compression
 	case "otlp-certificate":

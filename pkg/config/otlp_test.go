@@ -147,6 +147,31 @@ func TestOTLPSettingsPrecedence(t *testing.T) {
 	}
 }
 
+// The batch delay, whose variable is the batch span processor's, not the
+// exporter's: defaults → YAML → OTEL_BSP_SCHEDULE_DELAY (ms) → flag.
+func TestOTLPBatchDelayPrecedence(t *testing.T) {
+	for _, tc := range []struct {
+		yml  string
+		env  map[string]string
+		args []string
+		want time.Duration
+	}{
+		{want: time.Second},
+		{yml: "otlp:\n  batch_delay: 3s\n", want: 3 * time.Second},
+		{yml: "otlp:\n  batch_delay: 3s\n", env: map[string]string{"OTEL_BSP_SCHEDULE_DELAY": "250"}, want: 250 * time.Millisecond},
+		{yml: "otlp:\n  batch_delay: 3s\n", env: map[string]string{"OTEL_BSP_SCHEDULE_DELAY": "250"},
+			args: []string{"--otlp-batch-delay=40ms"}, want: 40 * time.Millisecond},
+	} {
+		c, err := load(t, tc.yml, tc.env, tc.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.OTLP.BatchDelay != tc.want {
+			t.Errorf("yaml %q env %v args %v: batch delay %v, want %v", tc.yml, tc.env, tc.args, c.OTLP.BatchDelay, tc.want)
+		}
+	}
+}
+
 func TestOTLPDefaults(t *testing.T) {
 	c, err := load(t, "", nil)
 	if err != nil {
@@ -181,6 +206,10 @@ func TestOTLPValidateRejects(t *testing.T) {
 			want: `otlp.endpoint (OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT, --otlp-endpoint) "http://[::1": parse "http://[::1": missing ']' in host`},
 		{env: map[string]string{"OTEL_EXPORTER_OTLP_TIMEOUT": "ten"},
 			want: `OTEL_EXPORTER_OTLP_TIMEOUT: strconv.Atoi: parsing "ten": invalid syntax`},
+		{env: map[string]string{"OTEL_BSP_SCHEDULE_DELAY": "1s"},
+			want: `OTEL_BSP_SCHEDULE_DELAY: strconv.Atoi: parsing "1s": invalid syntax`},
+		{args: []string{"--otlp-batch-delay=0s"},
+			want: "otlp.batch_delay (OTEL_BSP_SCHEDULE_DELAY, --otlp-batch-delay) 0s: want a positive duration"},
 	} {
 		_, err := load(t, "", tc.env, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
