@@ -51,15 +51,42 @@ struct {
 	__type(value, struct jvm_tls_scratch);
 } jvm_tls_scratch SEC(".maps");
 
+/* The call's record, in this CPU's scratch; NULL when process tgid is not
+ * traced or the record is not one. */
+static __always_inline struct jvm_tls_scratch *jvm_tls_read(struct pt_regs *ctx, __u32 tgid)
+{
+	if (!pid_traced(tgid))
+		return NULL;
+	__u32 zero = 0;
+	struct jvm_tls_scratch *w = bpf_map_lookup_elem(&jvm_tls_scratch, &zero);
+	if (!w || bpf_probe_read_user(&w->io, sizeof(w->io), (void *)ctx->di) < 0 || w->io.dir > WEFT_DIR_INGRESS)
+		return NULL;
+	return w;
+}
+
+/* The socket engine conn of process tgid is tied to; 0 if none yet. */
+static __always_inline __u64 jvm_engine_tied(__u64 conn, __u32 tgid)
+{
+	struct tls_conn_key k = {.conn = conn, .tgid = tgid};
+	__u64 *s = bpf_map_lookup_elem(&tls_socks, &k);
+	return s ? *s : 0;
+}
+
+/* sk when weft tracks it: plaintext for a socket that closed (its
+ * address may be another socket's by now) names nothing. */
+static __always_inline __u64 jvm_tracked(__u64 sk)
+{
+	return sk && bpf_map_lookup_elem(&tracked_socks, &sk) ? sk : 0;
+}
+
 /* The socket of the engine in w->io of process pi, tied now by its
  * record's fingerprint when it can be; 0 while it is not known. */
 static __always_inline __u64 jvm_engine_sock(struct proc_info *pi, __u32 tgid, struct jvm_tls_scratch *w)
 {
 	proc_tls_mark(pi, WEFT_PROC_TLS_BIO);
-	struct tls_conn_key k = {.conn = w->io.conn, .tgid = tgid};
-	__u64 *s = bpf_map_lookup_elem(&tls_socks, &k);
-	if (s)
-		return *s;
+	__u64 sk = jvm_engine_tied(w->io.conn, tgid);
+	if (sk)
+		return sk;
 	if (!w->io.has_fp)
 		return 0;
 	w->fp.tgid = tgid;
@@ -68,10 +95,10 @@ static __always_inline __u64 jvm_engine_sock(struct proc_info *pi, __u32 tgid, s
 		bpf_map_update_elem(&tls_out_fps, &w->fp, &w->io.conn, BPF_ANY);
 		return 0;
 	}
-	s = bpf_map_lookup_elem(&tls_in_fps, &w->fp);
+	__u64 *s = bpf_map_lookup_elem(&tls_in_fps, &w->fp);
 	if (!s)
 		return 0;
-	__u64 sk = *s;
+	sk = *s;
 	bpf_map_delete_elem(&tls_in_fps, &w->fp);
 	tls_bio_tie(w->io.conn, tgid, sk);
 	return sk;
@@ -82,11 +109,8 @@ int weft_jvm_tls(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
-	if (!pid_traced(tgid))
-		return 0;
-	__u32 zero = 0;
-	struct jvm_tls_scratch *w = bpf_map_lookup_elem(&jvm_tls_scratch, &zero);
-	if (!w || bpf_probe_read_user(&w->io, sizeof(w->io), (void *)ctx->di) < 0 || w->io.dir > WEFT_DIR_INGRESS)
+	struct jvm_tls_scratch *w = jvm_tls_read(ctx, tgid);
+	if (!w)
 		return 0;
 	__u8 dir = w->io.dir;
 	__u64 len = w->io.len, buf = w->io.buf;
@@ -103,9 +127,7 @@ int weft_jvm_tls(struct pt_regs *ctx)
 	}
 	if (len == 0 || len > 0x7fffffff)
 		return 0;
-	/* A socket closes untracked: a tie to one that closed (its address
-	 * may be another socket's by now) names nothing. */
-	if (!sk || !bpf_map_lookup_elem(&tracked_socks, &sk)) {
+	if (!jvm_tracked(sk)) {
 		count(WEFT_STAT_TLS_NO_SOCK);
 		return 0;
 	}
@@ -127,26 +149,15 @@ int weft_jvm_tls_request(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
-	if (!pid_traced(tgid))
+	struct jvm_tls_scratch *w = jvm_tls_read(ctx, tgid);
+	if (!w || w->io.dir != WEFT_DIR_EGRESS || w->io.len == 0 || w->io.len > 0x7fffffff)
 		return 0;
-	__u32 zero = 0;
-	struct jvm_tls_scratch *w = bpf_map_lookup_elem(&jvm_tls_scratch, &zero);
-	if (!w || bpf_probe_read_user(&w->io, sizeof(w->io), (void *)ctx->di) < 0 || w->io.dir != WEFT_DIR_EGRESS ||
-	    w->io.len == 0 || w->io.len > 0x7fffffff)
-		return 0;
-	__u64 sk = 0;
-	if (w->io.kind == JVM_TLS_SOCKET) {
-		sk = (__u64)fd_sock(w->io.fd);
-	} else {
-		struct tls_conn_key k = {.conn = w->io.conn, .tgid = tgid};
-		__u64 *s = bpf_map_lookup_elem(&tls_socks, &k);
-		sk = s ? *s : 0;
-	}
-	if (!sk || !bpf_map_lookup_elem(&tracked_socks, &sk))
+	__u64 sk = jvm_tracked(w->io.kind == JVM_TLS_SOCKET ? (__u64)fd_sock(w->io.fd) : jvm_engine_tied(w->io.conn, tgid));
+	if (!sk)
 		return 0;
 	refresh_slot((__u32)pid_tgid);
 	struct user_buf ub = {.ptr = w->io.buf};
-	__u32 len = (__u32)w->io.len;
+	__u32 len = (__u32)w->io.len, zero = 0;
 	struct event_buf *e = bpf_map_lookup_elem(&scratch, &zero);
 	if (e)
 		tls_client_start(e, copy_payload(e, &ub, len), pid_tgid, sk, 0);
