@@ -200,6 +200,15 @@ type weft struct {
 	metrics string
 }
 
+// exportDelay is the batch delay the tests give weft (--otlp-batch-delay).
+// A span reaches the receiver within a drain of the ring buffer (every
+// 200 ms) and one batch delay of the event that ended it: waits for spans
+// that must not come (extras, a quiet receiver) last exportLag.
+const (
+	exportDelay = 200 * time.Millisecond
+	exportLag   = 200*time.Millisecond + exportDelay + 400*time.Millisecond
+)
+
 // startWeft runs weft exporting to rcv and waits until it is attached.
 func startWeft(t *testing.T, rcv *otlptest.Receiver, args ...string) *weft {
 	t.Helper()
@@ -209,7 +218,7 @@ func startWeft(t *testing.T, rcv *otlptest.Receiver, args ...string) *weft {
 		probes = "auto"
 	}
 	base := []string{"run", "--probes=" + probes, "--otlp-insecure", "--metrics-addr=127.0.0.1:" + strconv.Itoa(port),
-		"--stats-interval=0", "--log-level=debug"}
+		"--stats-interval=0", "--log-level=debug", "--otlp-batch-delay=" + exportDelay.String()}
 	if rcv != nil {
 		base = append(base, "--otlp-endpoint="+rcv.Endpoint())
 	}

@@ -87,7 +87,7 @@ func waitSpans(t *testing.T, rcv *otlptest.Receiver, n int, timeout time.Duratio
 	if len(got) < n {
 		t.Fatalf("got %d spans, want %d:\n%s", len(got), n, dump(got))
 	}
-	time.Sleep(1500 * time.Millisecond) // one more export interval: no extras
+	time.Sleep(exportLag) // no extras
 	got = got[:0]
 	for _, s := range flatten(rcv.Spans()) {
 		if keep(s) {
@@ -105,7 +105,7 @@ func collectSpans(t *testing.T, rcv *otlptest.Receiver, n int, timeout time.Dura
 	for len(rcv.Spans()) < n && time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)
 	}
-	time.Sleep(1500 * time.Millisecond) // one more export interval: no extras
+	time.Sleep(exportLag) // no extras
 	got := flatten(rcv.Spans())
 	if len(got) < n {
 		t.Logf("%d spans of %d after %v", len(got), n, timeout)
@@ -113,12 +113,12 @@ func collectSpans(t *testing.T, rcv *otlptest.Receiver, n int, timeout time.Dura
 	return got
 }
 
-// quiesce waits until no span has arrived for two export intervals (at
-// most max), so that a reset leaves no span of earlier requests on its way.
+// quiesce waits until no span has arrived for twice exportLag (at most
+// max), so that a reset leaves no span of earlier requests on its way.
 func quiesce(rcv *otlptest.Receiver, max time.Duration) {
 	deadline := time.Now().Add(max)
 	last, since := len(rcv.Spans()), time.Now()
-	for time.Since(since) < 2500*time.Millisecond && time.Now().Before(deadline) {
+	for time.Since(since) < 2*exportLag && time.Now().Before(deadline) {
 		time.Sleep(250 * time.Millisecond)
 		if n := len(rcv.Spans()); n != last {
 			last, since = n, time.Now()
