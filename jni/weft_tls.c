@@ -111,14 +111,14 @@ JNIEXPORT void JNICALL Java_dev_weft_agent_bootstrap_WeftNative_tlsSocket(JNIEnv
 }
 
 JNIEXPORT void JNICALL Java_dev_weft_agent_bootstrap_WeftNative_tlsEngine(JNIEnv *env, jclass cls, jlong conn,
-									  jint dir, jbyteArray plain, jint len,
-									  jbyteArray fp)
+									  jint dir, jbyteArray plain, jint off,
+									  jint len, jbyteArray fp)
 {
 	(void)cls;
 	uint8_t copy[WEFT_TLS_COPY];
 	jint copied = 0;
-	/* plain holds the first min(len, WEFT_TLS_COPY) bytes */
-	if (len < 0 || (len > 0 && !copy_plain(env, plain, 0, len, copy, &copied)))
+	/* plain[off, ...) holds the first min(len, WEFT_TLS_COPY) bytes */
+	if (len < 0 || (len > 0 && !copy_plain(env, plain, off, len, copy, &copied)))
 		return;
 	struct weft_tls_io io = {.conn = (uint64_t)conn, .fd = -1, .dir = (uint8_t)dir, .kind = WEFT_TLS_ENGINE,
 				 .len = (uint64_t)len, .buf = (uint64_t)(uintptr_t)copy};

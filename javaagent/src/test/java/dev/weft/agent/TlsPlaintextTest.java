@@ -31,6 +31,19 @@ class TlsPlaintextTest {
   }
 
   @Test
+  void findsTheOnlyBufferThatMoved() {
+    ByteBuffer a = ByteBuffer.allocate(16);
+    ByteBuffer b = ByteBuffer.allocate(16);
+    ByteBuffer[] bufs = {ByteBuffer.allocate(1), a, b};
+    int[] pos = Tls.wrapEntry(bufs, 1, 2, ByteBuffer.allocate(8)); // dst, then a and b
+    assertEquals(-1, Tls.soleMoved(bufs, 1, pos, 1), "nothing moved");
+    b.position(5);
+    assertEquals(2, Tls.soleMoved(bufs, 1, pos, 1), "b alone: its index in pos");
+    a.position(3);
+    assertEquals(-1, Tls.soleMoved(bufs, 1, pos, 1), "both moved: a copy gathers them");
+  }
+
+  @Test
   void copiesAtMostWhatTheKernelSideReads() {
     ByteBuffer big = ByteBuffer.allocate(10000);
     int[] pos = Tls.positions(new ByteBuffer[] {big}, 0, 1, 0);

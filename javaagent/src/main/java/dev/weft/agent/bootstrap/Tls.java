@@ -96,7 +96,7 @@ public final class Tls {
     if (fp == null && consumed == 0) {
       return;
     }
-    WeftNative.tlsEngine(engineId(engine), EGRESS, gather(srcs, off, entry, 1, consumed), consumed, fp);
+    report(engineId(engine), EGRESS, srcs, off, entry, 1, consumed, fp);
   }
 
   /**
@@ -108,7 +108,42 @@ public final class Tls {
     if (fp == null && produced <= 0) {
       return;
     }
-    WeftNative.tlsEngine(engineId(engine), INGRESS, gather(dsts, off, pos, 0, produced), produced, fp);
+    report(engineId(engine), INGRESS, dsts, off, pos, 0, produced, fp);
+  }
+
+  /**
+   * Hands n bytes of plaintext, between the positions pos[from...] of
+   * buffers[off, ...] and their positions now, to the kernel side: from a
+   * heap buffer's own array when they all lie in it (a record's plaintext
+   * mostly does), else from a copy.
+   */
+  static void report(long id, int dir, ByteBuffer[] buffers, int off, int[] pos, int from, int n, byte[] fp) {
+    int moved = soleMoved(buffers, off, pos, from);
+    if (moved >= 0) {
+      ByteBuffer b = buffers[off + moved - from];
+      if (b.hasArray()) {
+        WeftNative.tlsEngine(id, dir, b.array(), b.arrayOffset() + pos[moved], n, fp);
+        return;
+      }
+    }
+    WeftNative.tlsEngine(id, dir, n > 0 ? gather(buffers, off, pos, from, n) : null, 0, n, fp);
+  }
+
+  /**
+   * The index in pos of the only buffer of buffers[off, ...] whose position
+   * moved from pos[from...], or -1 when none or several did.
+   */
+  public static int soleMoved(ByteBuffer[] buffers, int off, int[] pos, int from) {
+    int moved = -1;
+    for (int i = from; i < pos.length; i++) {
+      if (buffers[off + i - from].position() > pos[i]) {
+        if (moved >= 0) {
+          return -1;
+        }
+        moved = i;
+      }
+    }
+    return moved;
   }
 
   /**

@@ -32,10 +32,11 @@ public final class WeftNative {
   public static native void tlsSocket(Object sslSocket, int dir, byte[] b, int off, int len);
 
   /**
-   * TLS plaintext of engine id: len bytes, the first of which are in plain;
-   * fp, when not null, the first 24 bytes of the record made (dir 0) or read (1).
+   * TLS plaintext of engine id: len bytes, the first min(len, 4096) of which
+   * are plain[off, ...); fp, when not null, the first 24 bytes of the record
+   * made (dir 0) or read (1).
    */
-  public static native void tlsEngine(long id, int dir, byte[] plain, int len, byte[] fp);
+  public static native void tlsEngine(long id, int dir, byte[] plain, int off, int len, byte[] fp);
 
   /** Packets sent since the library loaded (all ops). */
   public static native long packets();
