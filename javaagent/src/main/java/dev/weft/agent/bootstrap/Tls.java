@@ -113,9 +113,9 @@ public final class Tls {
 
   /**
    * Hands n bytes of plaintext, between the positions pos[from...] of
-   * buffers[off, ...] and their positions now, to the kernel side: from a
-   * heap buffer's own array when they all lie in it (a record's plaintext
-   * mostly does), else from a copy.
+   * buffers[off, ...] and their positions now, to the kernel side: from the
+   * array of the one heap buffer that holds them all, when one does, else
+   * from a copy.
    */
   static void report(long id, int dir, ByteBuffer[] buffers, int off, int[] pos, int from, int n, byte[] fp) {
     int moved = soleMoved(buffers, off, pos, from);
