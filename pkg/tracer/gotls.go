@@ -2,9 +2,7 @@ package tracer
 
 import (
 	"fmt"
-	"os"
 	"strconv"
-	"syscall"
 
 	"github.com/cilium/ebpf/link"
 
@@ -25,15 +23,10 @@ const (
 // as one uprobe_multi link where the kernel has them.
 func attachGoTLS(progs *tlsPrograms, pid int, bin *goexec.Binary, h *tlsHooks) ([]string, error) {
 	exe := "/proc/" + strconv.Itoa(pid) + "/exe"
-	fi, err := os.Stat(exe)
+	id, err := statFileID(exe)
 	if err != nil {
 		return nil, err
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return nil, fmt.Errorf("stat %s: no inode", exe)
-	}
-	id := fileID{st.Dev, st.Ino}
 	name := displayName(exe, pid) + " (crypto/tls)"
 	if _, done := h.files[id]; done {
 		return []string{name}, nil

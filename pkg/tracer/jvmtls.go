@@ -2,9 +2,7 @@ package tracer
 
 import (
 	"fmt"
-	"os"
 	"strings"
-	"syscall"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -31,15 +29,10 @@ func jniLib(pid int) (path string, id fileID, err error) {
 	if err != nil || !ok {
 		return "", fileID{}, err
 	}
-	fi, err := os.Stat(m.mapFile)
-	if err != nil {
-		return "", fileID{}, fmt.Errorf("stat %s: %w", m.mapFile, err)
+	if id, err = statFileID(m.mapFile); err != nil {
+		return "", fileID{}, err
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return "", fileID{}, fmt.Errorf("stat %s: no inode", m.mapFile)
-	}
-	return m.mapFile, fileID{st.Dev, st.Ino}, nil
+	return m.mapFile, id, nil
 }
 
 func isJNILib(base string) bool {

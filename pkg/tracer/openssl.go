@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/cilium/ebpf/link"
 )
@@ -77,12 +76,7 @@ func opensslFiles(pid int, memBIO bool) map[fileID]string {
 	}
 	out := map[fileID]string{}
 	for _, p := range paths {
-		fi, err := os.Stat(p)
-		if err != nil || !fi.Mode().IsRegular() {
-			continue
-		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			k := fileID{st.Dev, st.Ino}
+		if k, err := statFileID(p); err == nil {
 			if _, dup := out[k]; !dup {
 				out[k] = p
 			}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // mapping is a file process pid mapped, named two ways from here: through
@@ -37,4 +38,19 @@ func findMapping(pid int, match func(base string) bool) (m mapping, ok bool, err
 		return mapping{}, false, fmt.Errorf("read %s/maps: %w", proc, err)
 	}
 	return mapping{}, false, nil
+}
+
+// statFileID is the device and inode of the regular file at path: one
+// name for a file however a process reaches it (its root, map_files,
+// /proc/pid/exe).
+func statFileID(path string) (fileID, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileID{}, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || !fi.Mode().IsRegular() {
+		return fileID{}, fmt.Errorf("stat %s: not a regular file with an inode", path)
+	}
+	return fileID{st.Dev, st.Ino}, nil
 }

@@ -36,3 +36,22 @@ func TestFindMapping(t *testing.T) {
 		t.Errorf("no match: ok=%v err=%v", ok, err)
 	}
 }
+
+// A file reached through /proc/self/exe and by its own path is one file;
+// a directory is none.
+func TestStatFileID(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := statFileID(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := statFileID("/proc/self/exe"); err != nil || b != a {
+		t.Errorf("/proc/self/exe: %v %v, want %v", b, err, a)
+	}
+	if _, err := statFileID(t.TempDir()); err == nil {
+		t.Error("a directory has a file id")
+	}
+}
