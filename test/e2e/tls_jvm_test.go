@@ -73,14 +73,7 @@ func TestTLSJVM(t *testing.T) {
 					return 0
 				})
 			checkModulesApplied(t, front, "jdk-tls")
-			m, err := w.Metrics()
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("engines tied %d", m["tls_bio_sockets_learned"])
-			if m["tls_calls_without_socket"] != 0 {
-				t.Errorf("%d TLS calls without a socket", m["tls_calls_without_socket"])
-			}
+			checkTLSTies(t, w, "engines")
 		})
 	}
 }

@@ -343,11 +343,19 @@ func checkHTTPSFront(t *testing.T, cmdFor func(backAddr string) *exec.Cmd, follo
 	}
 	checkNumberedEndpoints(t, w, rcv, "https://"+frontAddr, eps)
 	checkLateCalls(t, w, rcv, "https://"+frontAddr)
+	checkTLSTies(t, w, "memory-BIO connections")
+}
+
+// checkTLSTies logs how many TLS connections (what) weft tied to their
+// sockets by their records, and requires every TLS call to have found
+// its socket.
+func checkTLSTies(t *testing.T, w *weft, what string) {
+	t.Helper()
 	m, err := w.Metrics()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("memory-BIO connections tied %d", m["tls_bio_sockets_learned"])
+	t.Logf("%s tied %d", what, m["tls_bio_sockets_learned"])
 	if m["tls_calls_without_socket"] != 0 {
 		t.Errorf("%d TLS calls without a socket", m["tls_calls_without_socket"])
 	}
