@@ -378,6 +378,7 @@ __noinline int trace_context(struct event_buf *e, __u32 n, __u64 pid_tgid)
 
 #include "tls.h"
 #include "h2walk.h"
+#include "h2claim.h"
 
 /* Emits one data event: header plus the first capture_max bytes (or an
  * HTTP/2 connection's frames, h2walk.h). */
@@ -459,6 +460,8 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 			    (dir == WEFT_DIR_INGRESS && bpf_map_lookup_elem(&start_prefixes, &h->sock_id))))
 			e->tls_linked = dir == WEFT_DIR_INGRESS ? tls_link_server(h, &e->tls_link) : tls_link_client(h);
 		trace_context(e, n, pid_tgid);
+	} else if (dir == WEFT_DIR_EGRESS) {
+		h2_stream_parent(h);
 	}
 	if (bpf_ringbuf_output(&events, e, sizeof(*h) + n, wakeup_flags()) < 0) {
 		count(WEFT_STAT_LOST_RINGBUF);

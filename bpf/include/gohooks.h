@@ -144,4 +144,28 @@ int weft_go_writeloop(struct pt_regs *ctx)
 	return 0;
 }
 
+/* net/http.(*http2ClientConn).writeHeaders(cc, streamID uint32, ...),
+ * and x/net/http2's: the goroutine of a request is about to write and
+ * flush its stream's HEADERS (h2claim.h). A goroutine whose request is
+ * unknown or over leaves no claim. */
+SEC("uprobe/go_h2_headers")
+int weft_go_h2_headers(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	struct proc_info *pi = go_traced(tgid);
+	if (!pi)
+		return 0;
+	struct go_id id;
+	if (!go_id_of(pi, ctx->r14, &id))
+		return 0;
+	struct go_key k = {.tgid = tgid, .id = id.goid};
+	struct h2_claim c = {.stream = (__u32)ctx->bx};
+	if (go_parent(tgid, &id, &c.parent))
+		bpf_map_update_elem(&h2_claims, &k, &c, BPF_ANY);
+	else
+		bpf_map_delete_elem(&h2_claims, &k);
+	return 0;
+}
+
 #endif

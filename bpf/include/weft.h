@@ -25,6 +25,10 @@ enum weft_ctx_kind {
 	WEFT_CTX_SERVER_CONT = 3, /* this received segment continues a request head
 	                           * and carried its traceparent: the server span
 	                           * (span_id) joins trace_id under parent_id */
+	WEFT_CTX_H2_STREAM = 4, /* this sent HTTP/2 segment is the write of the
+	                         * goroutine that began stream h2_stream's HEADERS
+	                         * for a request: span parent_id of trace_id
+	                         * (h2claim.h); span_id is not set */
 };
 
 /* What an event's payload is. */
@@ -97,7 +101,8 @@ struct event_header {
 	 * order after span_id (same trace and parent). */
 	__u8 more_span_ids[3][8];
 	__u8 n_more;
-	__u8 _pad2[7];
+	__u8 _pad2[3];
+	__u32 h2_stream; /* WEFT_CTX_H2_STREAM: the stream */
 };
 
 /* The active span of a correlation key, in the layout of the

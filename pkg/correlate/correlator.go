@@ -87,6 +87,9 @@ type Stats struct {
 	H2Conns       atomic.Uint64 // connections followed as HTTP/2
 	H2Lost        atomic.Uint64 // HTTP/2 connections no longer followed (framing or HPACK state lost)
 	H2StreamsLost atomic.Uint64 // streams open on those: no span
+	// H2ClaimsUnmatched: writes that carried a client stream's parent but
+	// did not open that stream; the stream started a trace of its own.
+	H2ClaimsUnmatched atomic.Uint64
 
 	mu     sync.Mutex
 	byKind httpparse.ErrorCounts // parse errors by reason
@@ -111,6 +114,7 @@ func (s *Stats) Snapshot() map[string]uint64 {
 		"h2_conns":                   s.H2Conns.Load(),
 		"h2_conns_lost":              s.H2Lost.Load(),
 		"h2_streams_lost":            s.H2StreamsLost.Load(),
+		"h2_parents_unmatched":       s.H2ClaimsUnmatched.Load(),
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -21,6 +21,17 @@ type h2conn struct {
 	// upgraded is the HTTP/1.1 request whose Upgrade: h2c opened the
 	// connection's HTTP/2: stream 1 answers it.
 	upgraded *exchange
+	// streams are the ids of the client spans of open streams, decided
+	// when the write that opened each was seen (openStreams).
+	streams map[uint32]h2ids
+}
+
+// h2ids are a client stream's span ids.
+type h2ids struct {
+	trace  spans.TraceID
+	span   spans.SpanID
+	parent spans.SpanID
+	flags  byte
 }
 
 var (
@@ -77,6 +88,9 @@ func (c *Correlator) h2data(cn *conn, ev *event.Event) {
 	if hc.c.Lost() == nil {
 		if ev.Dir == hc.requests {
 			done = hc.c.FeedRequest(ev.Payload, len(ev.Payload), ev.Time)
+			if hc.requests == event.Egress {
+				c.openStreams(hc, ev)
+			}
 		} else {
 			done = hc.c.FeedResponse(ev.Payload, len(ev.Payload), ev.Time)
 		}
@@ -88,6 +102,7 @@ func (c *Correlator) h2data(cn *conn, ev *event.Event) {
 		// Streams still open are not followed further: counted, no span
 		// (the times and status it would have would be guesses).
 		hc.lost = true
+		hc.streams = nil
 		c.stats.H2Lost.Add(1)
 		c.stats.H2StreamsLost.Add(uint64(hc.c.Open()))
 		c.log.Debug("HTTP/2 connection no longer followed", "conn", cn.id, "pid", cn.pid, "reason", err)
@@ -97,10 +112,40 @@ func (c *Correlator) h2data(cn *conn, ev *event.Event) {
 	}
 }
 
-// h2span turns a finished stream into its span. A server span joins the
-// trace of the stream's traceparent, if any; a client span, the trace of
-// a traceparent the application sent, else a trace of its own: which
-// request of the process sent the stream is not known here.
+// openStreams decides the client spans of the streams a write opened:
+// under the traceparent the application sent, else under the request
+// the kernel says the write was made for (CtxH2Stream), else in a trace
+// of their own.
+func (c *Correlator) openStreams(hc *h2conn, ev *event.Event) {
+	claimed := ev.Ctx == event.CtxH2Stream
+	for _, x := range hc.c.Opened() {
+		ids := h2ids{span: c.ids.spanID()}
+		if trace, parent, flags, ok := httpparse.ParseTraceParent(x.Traceparent); ok {
+			ids.trace, ids.parent, ids.flags = trace, parent, flags
+		} else if claimed && x.StreamID == ev.H2Stream {
+			ids.trace, ids.parent, ids.flags = ev.TraceID, ev.ParentID, ev.TraceFlags
+		} else {
+			ids.trace = c.ids.traceID()
+			ids.flags = c.opts.Sampler.Flags(ids.trace)
+		}
+		if claimed && x.StreamID == ev.H2Stream {
+			claimed = false
+		}
+		if hc.streams == nil {
+			hc.streams = map[uint32]h2ids{}
+		}
+		hc.streams[x.StreamID] = ids
+	}
+	if claimed {
+		// Its goroutine's HEADERS went out in pieces, say: the stream
+		// they opened is in a trace of its own.
+		c.stats.H2ClaimsUnmatched.Add(1)
+	}
+}
+
+// h2span turns a finished stream into its span. A client span has the
+// ids openStreams gave it. A server span joins the trace of the stream's
+// traceparent, else starts its own.
 func (c *Correlator) h2span(cn *conn, x *h2.Exchange) {
 	if ex := cn.h2.upgraded; ex != nil && x.StreamID == 1 {
 		// The upgrade request's span, with the ids the kernel gave it,
@@ -124,7 +169,6 @@ func (c *Correlator) h2span(cn *conn, x *h2.Exchange) {
 		lastTS:  x.End,
 		target:  x.Path,
 		span: spans.Span{
-			SpanID:           c.ids.spanID(),
 			Kind:             kind,
 			Start:            c.opts.Clock.Wall(x.Start),
 			PID:              cn.pid,
@@ -141,10 +185,15 @@ func (c *Correlator) h2span(cn *conn, x *h2.Exchange) {
 			RPCStatus:        -1,
 		},
 	}
-	if trace, parent, flags, ok := httpparse.ParseTraceParent(x.Traceparent); ok {
-		ex.span.TraceID, ex.span.ParentID, ex.span.TraceFlags = trace, parent, flags
-		ex.span.ParentRemote = kind == spans.KindServer
-	} else {
+	ids, opened := cn.h2.streams[x.StreamID]
+	switch {
+	case kind == spans.KindClient && opened:
+		delete(cn.h2.streams, x.StreamID)
+		ex.span.TraceID, ex.span.SpanID, ex.span.ParentID, ex.span.TraceFlags = ids.trace, ids.span, ids.parent, ids.flags
+	case kind == spans.KindServer && serverParent(x, &ex.span):
+		ex.span.SpanID = c.ids.spanID()
+	default:
+		ex.span.SpanID = c.ids.spanID()
 		ex.span.TraceID = c.ids.traceID()
 		ex.span.TraceFlags = c.opts.Sampler.Flags(ex.span.TraceID)
 	}
@@ -165,4 +214,14 @@ func (c *Correlator) h2span(cn *conn, x *h2.Exchange) {
 func opensPreface(b []byte) bool {
 	n := min(len(b), len(h2.ClientPreface))
 	return n > 0 && string(b[:n]) == h2.ClientPreface[:n]
+}
+
+// serverParent puts a server stream's span under the traceparent it
+// carried; false when it carried none.
+func serverParent(x *h2.Exchange, s *spans.Span) bool {
+	trace, parent, flags, ok := httpparse.ParseTraceParent(x.Traceparent)
+	if ok {
+		s.TraceID, s.ParentID, s.TraceFlags, s.ParentRemote = trace, parent, flags, true
+	}
+	return ok
 }

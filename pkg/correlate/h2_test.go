@@ -231,3 +231,66 @@ func TestH2IdleKept(t *testing.T) {
 		t.Fatalf("spans %+v", r.spans)
 	}
 }
+
+// h2claimed feeds a client write that carries the parent of stream (the
+// kernel's CtxH2Stream).
+func (r *rec) h2claimed(conn uint64, ts uint64, payload string, stream uint32, trace [16]byte, parent [8]byte) {
+	r.c.Handle(&event.Event{Kind: event.KindData, ConnID: conn, PID: 10, TID: 11, Key: 11, Dir: event.Egress, Time: ts,
+		Bytes: uint32(len(payload)), Payload: []byte(payload), Local: cliAddr, Remote: upAddr, Capture: event.CaptureH2,
+		Ctx: event.CtxH2Stream, TraceID: trace, ParentID: parent, TraceFlags: 1, H2Stream: stream})
+}
+
+// Client streams take the parent their opening write carried, and only
+// that write's: a claim on a write that opened another stream, or none,
+// parents nothing (counted); an application's traceparent still wins.
+func TestH2ClientStreamParents(t *testing.T) {
+	r := newRec(t, Options{})
+	req := newH2Copy(true)
+	r.h2data(100, event.Egress, 1*ms, req.frame(4, 0, 0, 0, nil).take(), event.CaptureH2)
+	get := func(stream uint32, path string, kv ...string) string {
+		return req.headers(stream, true, append([]string{":method", "GET", ":scheme", "http", ":authority", "up:9090", ":path", path}, kv...)...).take()
+	}
+	t1, p1 := [16]byte{1, 1}, [8]byte{1}
+	t3, p3 := [16]byte{3, 3}, [8]byte{3}
+	t5, p5 := [16]byte{5, 5}, [8]byte{5}
+	t7, p7 := [16]byte{7, 7}, [8]byte{7}
+	r.h2claimed(100, 2*ms, get(1, "/one"), 1, t1, p1)
+	r.h2claimed(100, 3*ms, get(3, "/three"), 3, t3, p3)
+	r.h2claimed(100, 4*ms, get(5, "/five"), 9, t5, p5)                // names a stream it did not open
+	r.h2claimed(100, 5*ms, string(req.data(3, true, 0).b), 7, t7, p7) // opens none
+	req.b = req.b[:0]
+	r.h2data(100, event.Egress, 6*ms, get(7, "/seven"), event.CaptureH2)
+	r.h2claimed(100, 7*ms, get(9, "/nine", "traceparent", tp), 9, t1, p1)
+	resp := newH2Copy(false)
+	for _, s := range []uint32{3, 1, 5, 7, 9} {
+		resp.headers(s, true, ":status", "200")
+	}
+	r.h2data(100, event.Ingress, 8*ms, resp.take(), event.CaptureH2)
+	if len(r.spans) != 5 {
+		t.Fatalf("%d spans, want 5", len(r.spans))
+	}
+	byPath := map[string]spans.Span{}
+	for _, s := range r.spans {
+		byPath[s.Path] = s
+	}
+	for path, want := range map[string]struct {
+		trace [16]byte
+		span  [8]byte
+	}{"/one": {t1, p1}, "/three": {t3, p3}} {
+		s := byPath[path]
+		if s.TraceID != want.trace || s.ParentID != want.span || s.TraceFlags != 1 {
+			t.Errorf("%s: trace %s parent %s, want its claim's", path, s.TraceID, s.ParentID)
+		}
+	}
+	for _, path := range []string{"/five", "/seven"} {
+		if s := byPath[path]; s.ParentID.IsValid() || s.TraceID == t5 || s.TraceID == t7 {
+			t.Errorf("%s: trace %s parent %s, want a trace of its own", path, s.TraceID, s.ParentID)
+		}
+	}
+	if s := byPath["/nine"]; s.TraceID.String() != tp[3:35] || s.ParentID.String() != tp[36:52] {
+		t.Errorf("/nine: trace %s parent %s, want the traceparent's", s.TraceID, s.ParentID)
+	}
+	if got := r.c.Stats().H2ClaimsUnmatched.Load(); got != 2 {
+		t.Errorf("unmatched claims %d, want 2", got)
+	}
+}

@@ -53,6 +53,11 @@ const (
 	// the traceparent the start lacked: server span SpanID joins TraceID
 	// under ParentID.
 	CtxServerCont CtxKind = 3
+	// CtxH2Stream: a sent HTTP/2 segment written by the goroutine that
+	// began stream H2Stream's HEADERS for a request, span ParentID of
+	// TraceID; SpanID is not set (the stream's span is decided in user
+	// space).
+	CtxH2Stream CtxKind = 4
 )
 
 // Event is one report from the kernel.
@@ -86,6 +91,8 @@ type Event struct {
 	// MoreSpanIDs are the client spans of requests pipelined after the
 	// first in the same send (same trace and parent), in order.
 	MoreSpanIDs [][8]byte
+	// H2Stream is the stream of a CtxH2Stream event.
+	H2Stream uint32
 	// Capture says what Payload is.
 	Capture Capture
 	// TLS: Payload is the plaintext a TLS library read or wrote on the

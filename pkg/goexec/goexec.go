@@ -31,6 +31,11 @@ const (
 	RoundTrip = "net/http.(*persistConn).roundTrip"
 	// WriteLoop is the goroutine that writes a client connection's requests.
 	WriteLoop = "net/http.(*persistConn).writeLoop"
+	// H2WriteHeaders, XH2WriteHeaders: net/http's bundled HTTP/2 client
+	// and x/net/http2's write a stream's HEADERS on its request's own
+	// goroutine and flush them (streamID in RBX).
+	H2WriteHeaders  = "net/http.(*http2ClientConn).writeHeaders"
+	XH2WriteHeaders = "golang.org/x/net/http2.(*ClientConn).writeHeaders"
 	// casgstatus is called by newproc1 to make the new goroutine runnable.
 	casgstatus = "runtime.casgstatus"
 	// TLSRead, TLSWrite: crypto/tls's plaintext, probed at entry (the
@@ -44,6 +49,9 @@ const (
 	TLSClientHandshake = "crypto/tls.(*Conn).clientHandshake"
 	TLSServerHandshake = "crypto/tls.(*Conn).serverHandshake"
 )
+
+// h2Funcs are the HTTP/2 clients' writeHeaders a binary may link.
+var h2Funcs = []string{H2WriteHeaders, XH2WriteHeaders}
 
 // tlsFuncs are crypto/tls's probed functions: the read and write, and
 // whichever handshakes the program links (a client only has its own).
@@ -105,6 +113,18 @@ func (b *Binary) NetHTTPClient() bool {
 	_, rt := b.Funcs[RoundTrip]
 	_, wl := b.Funcs[WriteLoop]
 	return rt || wl
+}
+
+// H2Clients are the HTTP/2 clients' writeHeaders functions the binary
+// links.
+func (b *Binary) H2Clients() []string {
+	var out []string
+	for _, name := range h2Funcs {
+		if _, ok := b.Funcs[name]; ok {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // CryptoTLS reports whether the binary has crypto/tls's connection read
@@ -181,13 +201,14 @@ func Read(r io.ReaderAt) (b *Binary, err error) {
 	if b.Arch == "" && f.Machine == elf.EM_X86_64 {
 		b.Arch = "amd64"
 	}
-	ranges, stripped, err := funcRanges(f, append([]string{NewProc1, RoundTrip, WriteLoop, casgstatus}, tlsFuncs...)...)
+	probed := append(append([]string{NewProc1, RoundTrip, WriteLoop}, h2Funcs...), tlsFuncs...)
+	ranges, stripped, err := funcRanges(f, append(probed, casgstatus)...)
 	if err != nil {
 		return nil, err
 	}
 	b.Stripped = stripped
 	b.G, b.gErr = gOffsets(f, b.GoVersion)
-	for _, name := range append([]string{NewProc1, RoundTrip, WriteLoop}, tlsFuncs...) {
+	for _, name := range probed {
 		rg, ok := ranges[name]
 		if !ok {
 			continue

@@ -95,10 +95,13 @@ func TestStrippedBinaryHasTheSameFunctions(t *testing.T) {
 		if !b.CryptoTLS() {
 			t.Fatal("crypto/tls's Read, Write and handshake not found")
 		}
+		if h2 := b.H2Clients(); len(h2) != 1 || h2[0] != H2WriteHeaders {
+			t.Fatalf("HTTP/2 clients %q, want net/http's", h2)
+		}
 	}
 	// Both builds link the same code at the same addresses; only symbols
 	// and DWARF differ, after the code in the file.
-	for _, name := range []string{NewProc1, RoundTrip, WriteLoop, TLSRead, TLSWrite, TLSClientHandshake} {
+	for _, name := range []string{NewProc1, RoundTrip, WriteLoop, H2WriteHeaders, TLSRead, TLSWrite, TLSClientHandshake} {
 		f, s := full.Funcs[name], stripped.Funcs[name]
 		if f.Entry == 0 || f.Entry != s.Entry || f.Probe != s.Probe || len(f.Returns) != len(s.Returns) ||
 			len(f.Casg) != len(s.Casg) {
@@ -148,7 +151,7 @@ func TestReturnsAreRETInstructions(t *testing.T) {
 			t.Errorf("byte at %#x is %#x, not CALL", off, data[off])
 		}
 	}
-	for _, name := range []string{NewProc1, RoundTrip, WriteLoop, TLSRead, TLSWrite, TLSClientHandshake} {
+	for _, name := range []string{NewProc1, RoundTrip, WriteLoop, H2WriteHeaders, TLSRead, TLSWrite, TLSClientHandshake} {
 		p := b.Funcs[name].Probe
 		if op := data[p]; !(op >= 0x70 && op <= 0x7f) && !(op == 0x0f && data[p+1] >= 0x80 && data[p+1] <= 0x8f) {
 			t.Errorf("%s: probe at %#x is %#x, not a conditional jump", name, p, op)

@@ -45,6 +45,7 @@ func Decode(raw []byte, ev *event.Event) error {
 		TraceFlags: h.TraceFlags,
 		Capture:    event.Capture(h.Capture),
 		TLS:        h.Tls != 0,
+		H2Stream:   h.H2Stream,
 	}
 	if ev.TLS {
 		ev.ConnID = event.TLSConn(ev.ConnID)

@@ -138,6 +138,7 @@ var hooks = []hook{
 	{prog: "weft_go_newproc1_ret", paths: onEvery, feature: runtimeHooks},
 	{prog: "weft_go_roundtrip", paths: onEvery, feature: runtimeHooks},
 	{prog: "weft_go_writeloop", paths: onEvery, feature: runtimeHooks},
+	{prog: "weft_go_h2_headers", paths: onEvery, feature: runtimeHooks},
 	{prog: "weft_ngx_upstream_init", paths: onEvery, feature: runtimeHooks},
 	{prog: "weft_ngx_upstream_init_ret", paths: onEvery, feature: runtimeHooks},
 	{prog: "weft_ngx_connect_peer", paths: onEvery, feature: runtimeHooks},
@@ -210,6 +211,7 @@ type runtimePrograms struct {
 	GoNewproc1Ret      *ebpf.Program `ebpf:"weft_go_newproc1_ret"`
 	GoRoundtrip        *ebpf.Program `ebpf:"weft_go_roundtrip"`
 	GoWriteloop        *ebpf.Program `ebpf:"weft_go_writeloop"`
+	GoH2Headers        *ebpf.Program `ebpf:"weft_go_h2_headers"`
 	NgxUpstreamInit    *ebpf.Program `ebpf:"weft_ngx_upstream_init"`
 	NgxUpstreamInitRet *ebpf.Program `ebpf:"weft_ngx_upstream_init_ret"`
 	NgxConnectPeer     *ebpf.Program `ebpf:"weft_ngx_connect_peer"`
@@ -286,7 +288,7 @@ func (o *objects) Close() error {
 }
 
 func (r *runtimePrograms) Close() error {
-	return closeAll(r.GoNewproc1, r.GoNewproc1Casg, r.GoNewproc1Ret, r.GoRoundtrip, r.GoWriteloop, r.NgxUpstreamInit,
+	return closeAll(r.GoNewproc1, r.GoNewproc1Casg, r.GoNewproc1Ret, r.GoRoundtrip, r.GoWriteloop, r.GoH2Headers, r.NgxUpstreamInit,
 		r.NgxUpstreamInitRet, r.NgxConnectPeer, r.NgxConnectPeerRet, r.NodeAnnounce, r.LibcAnnounce)
 }
 

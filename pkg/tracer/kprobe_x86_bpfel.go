@@ -65,7 +65,8 @@ type kprobeEventHeader struct {
 	ParentId    [8]uint8
 	MoreSpanIds [3][8]uint8
 	N_more      uint8
-	Pad2        [7]uint8
+	Pad2        [3]uint8
+	H2Stream    uint32
 }
 
 type kprobeGoChildSet struct {
@@ -104,6 +105,13 @@ type kprobeGoRoute struct {
 	From      kprobeGoCtx
 	HasParent uint8
 	Pad       [7]uint8
+}
+
+type kprobeH2Claim struct {
+	_      structs.HostLayout
+	Parent kprobeSpanCtx
+	Stream uint32
+	Pad    uint32
 }
 
 type kprobeH2Key struct {
@@ -289,6 +297,7 @@ const (
 	kprobeMapGoRoute                 = "go_route"
 	kprobeMapGoSender                = "go_sender"
 	kprobeMapGoWriter                = "go_writer"
+	kprobeMapH2Claims                = "h2_claims"
 	kprobeMapH2Conns                 = "h2_conns"
 	kprobeMapInflightBpfSend         = "inflight_bpf_send"
 	kprobeMapInflightRecv            = "inflight_recv"
@@ -326,6 +335,7 @@ const (
 	kprobeProgWeftExec               = "weft_exec"
 	kprobeProgWeftExit               = "weft_exit"
 	kprobeProgWeftFork               = "weft_fork"
+	kprobeProgWeftGoH2Headers        = "weft_go_h2_headers"
 	kprobeProgWeftGoNewproc1         = "weft_go_newproc1"
 	kprobeProgWeftGoNewproc1Casg     = "weft_go_newproc1_casg"
 	kprobeProgWeftGoNewproc1Ret      = "weft_go_newproc1_ret"
@@ -424,6 +434,7 @@ type kprobeProgramSpecs struct {
 	WeftExec               *ebpf.ProgramSpec `ebpf:"weft_exec"`
 	WeftExit               *ebpf.ProgramSpec `ebpf:"weft_exit"`
 	WeftFork               *ebpf.ProgramSpec `ebpf:"weft_fork"`
+	WeftGoH2Headers        *ebpf.ProgramSpec `ebpf:"weft_go_h2_headers"`
 	WeftGoNewproc1         *ebpf.ProgramSpec `ebpf:"weft_go_newproc1"`
 	WeftGoNewproc1Casg     *ebpf.ProgramSpec `ebpf:"weft_go_newproc1_casg"`
 	WeftGoNewproc1Ret      *ebpf.ProgramSpec `ebpf:"weft_go_newproc1_ret"`
@@ -476,6 +487,7 @@ type kprobeMapSpecs struct {
 	GoRoute         *ebpf.MapSpec `ebpf:"go_route"`
 	GoSender        *ebpf.MapSpec `ebpf:"go_sender"`
 	GoWriter        *ebpf.MapSpec `ebpf:"go_writer"`
+	H2Claims        *ebpf.MapSpec `ebpf:"h2_claims"`
 	H2Conns         *ebpf.MapSpec `ebpf:"h2_conns"`
 	InflightBpfSend *ebpf.MapSpec `ebpf:"inflight_bpf_send"`
 	InflightRecv    *ebpf.MapSpec `ebpf:"inflight_recv"`
@@ -569,6 +581,7 @@ type kprobeMaps struct {
 	GoRoute         *ebpf.Map `ebpf:"go_route"`
 	GoSender        *ebpf.Map `ebpf:"go_sender"`
 	GoWriter        *ebpf.Map `ebpf:"go_writer"`
+	H2Claims        *ebpf.Map `ebpf:"h2_claims"`
 	H2Conns         *ebpf.Map `ebpf:"h2_conns"`
 	InflightBpfSend *ebpf.Map `ebpf:"inflight_bpf_send"`
 	InflightRecv    *ebpf.Map `ebpf:"inflight_recv"`
@@ -620,6 +633,7 @@ func (m *kprobeMaps) Close() error {
 		m.GoRoute,
 		m.GoSender,
 		m.GoWriter,
+		m.H2Claims,
 		m.H2Conns,
 		m.InflightBpfSend,
 		m.InflightRecv,
@@ -688,6 +702,7 @@ type kprobePrograms struct {
 	WeftExec               *ebpf.Program `ebpf:"weft_exec"`
 	WeftExit               *ebpf.Program `ebpf:"weft_exit"`
 	WeftFork               *ebpf.Program `ebpf:"weft_fork"`
+	WeftGoH2Headers        *ebpf.Program `ebpf:"weft_go_h2_headers"`
 	WeftGoNewproc1         *ebpf.Program `ebpf:"weft_go_newproc1"`
 	WeftGoNewproc1Casg     *ebpf.Program `ebpf:"weft_go_newproc1_casg"`
 	WeftGoNewproc1Ret      *ebpf.Program `ebpf:"weft_go_newproc1_ret"`
@@ -728,6 +743,7 @@ func (p *kprobePrograms) Close() error {
 		p.WeftExec,
 		p.WeftExit,
 		p.WeftFork,
+		p.WeftGoH2Headers,
 		p.WeftGoNewproc1,
 		p.WeftGoNewproc1Casg,
 		p.WeftGoNewproc1Ret,

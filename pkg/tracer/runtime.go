@@ -187,6 +187,9 @@ func attachGo(progs *runtimePrograms, pid int, bin *goexec.Binary) (io.Closer, e
 		probes = append(probes, probe{progs.GoRoundtrip, goexec.RoundTrip, bin.Funcs[goexec.RoundTrip].Probe},
 			probe{progs.GoWriteloop, goexec.WriteLoop, bin.Funcs[goexec.WriteLoop].Probe})
 	}
+	for _, fn := range bin.H2Clients() {
+		probes = append(probes, probe{progs.GoH2Headers, fn, bin.Funcs[fn].Probe})
+	}
 	for _, p := range probes {
 		if err = add(p.prog, p.fn, p.addr); err != nil {
 			break

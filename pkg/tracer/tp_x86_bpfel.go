@@ -65,7 +65,8 @@ type tpEventHeader struct {
 	ParentId    [8]uint8
 	MoreSpanIds [3][8]uint8
 	N_more      uint8
-	Pad2        [7]uint8
+	Pad2        [3]uint8
+	H2Stream    uint32
 }
 
 type tpGoChildSet struct {
@@ -104,6 +105,13 @@ type tpGoRoute struct {
 	From      tpGoCtx
 	HasParent uint8
 	Pad       [7]uint8
+}
+
+type tpH2Claim struct {
+	_      structs.HostLayout
+	Parent tpSpanCtx
+	Stream uint32
+	Pad    uint32
 }
 
 type tpH2Key struct {
@@ -288,6 +296,7 @@ const (
 	tpWeftCtxKindWEFT_CTX_SERVER      tpWeftCtxKind = 1
 	tpWeftCtxKindWEFT_CTX_CLIENT      tpWeftCtxKind = 2
 	tpWeftCtxKindWEFT_CTX_SERVER_CONT tpWeftCtxKind = 3
+	tpWeftCtxKindWEFT_CTX_H2STREAM    tpWeftCtxKind = 4
 )
 
 type tpWeftDirection uint32
@@ -367,6 +376,7 @@ const (
 	tpMapGoRoute                 = "go_route"
 	tpMapGoSender                = "go_sender"
 	tpMapGoWriter                = "go_writer"
+	tpMapH2Claims                = "h2_claims"
 	tpMapH2Conns                 = "h2_conns"
 	tpMapInflightCalls           = "inflight_calls"
 	tpMapInjectScratch           = "inject_scratch"
@@ -419,6 +429,7 @@ const (
 	tpProgWeftExitWrite          = "weft_exit_write"
 	tpProgWeftExitWritev         = "weft_exit_writev"
 	tpProgWeftFork               = "weft_fork"
+	tpProgWeftGoH2Headers        = "weft_go_h2_headers"
 	tpProgWeftGoNewproc1         = "weft_go_newproc1"
 	tpProgWeftGoNewproc1Casg     = "weft_go_newproc1_casg"
 	tpProgWeftGoNewproc1Ret      = "weft_go_newproc1_ret"
@@ -532,6 +543,7 @@ type tpProgramSpecs struct {
 	WeftExitWrite          *ebpf.ProgramSpec `ebpf:"weft_exit_write"`
 	WeftExitWritev         *ebpf.ProgramSpec `ebpf:"weft_exit_writev"`
 	WeftFork               *ebpf.ProgramSpec `ebpf:"weft_fork"`
+	WeftGoH2Headers        *ebpf.ProgramSpec `ebpf:"weft_go_h2_headers"`
 	WeftGoNewproc1         *ebpf.ProgramSpec `ebpf:"weft_go_newproc1"`
 	WeftGoNewproc1Casg     *ebpf.ProgramSpec `ebpf:"weft_go_newproc1_casg"`
 	WeftGoNewproc1Ret      *ebpf.ProgramSpec `ebpf:"weft_go_newproc1_ret"`
@@ -582,6 +594,7 @@ type tpMapSpecs struct {
 	GoRoute        *ebpf.MapSpec `ebpf:"go_route"`
 	GoSender       *ebpf.MapSpec `ebpf:"go_sender"`
 	GoWriter       *ebpf.MapSpec `ebpf:"go_writer"`
+	H2Claims       *ebpf.MapSpec `ebpf:"h2_claims"`
 	H2Conns        *ebpf.MapSpec `ebpf:"h2_conns"`
 	InflightCalls  *ebpf.MapSpec `ebpf:"inflight_calls"`
 	InjectScratch  *ebpf.MapSpec `ebpf:"inject_scratch"`
@@ -673,6 +686,7 @@ type tpMaps struct {
 	GoRoute        *ebpf.Map `ebpf:"go_route"`
 	GoSender       *ebpf.Map `ebpf:"go_sender"`
 	GoWriter       *ebpf.Map `ebpf:"go_writer"`
+	H2Claims       *ebpf.Map `ebpf:"h2_claims"`
 	H2Conns        *ebpf.Map `ebpf:"h2_conns"`
 	InflightCalls  *ebpf.Map `ebpf:"inflight_calls"`
 	InjectScratch  *ebpf.Map `ebpf:"inject_scratch"`
@@ -722,6 +736,7 @@ func (m *tpMaps) Close() error {
 		m.GoRoute,
 		m.GoSender,
 		m.GoWriter,
+		m.H2Claims,
 		m.H2Conns,
 		m.InflightCalls,
 		m.InjectScratch,
@@ -805,6 +820,7 @@ type tpPrograms struct {
 	WeftExitWrite          *ebpf.Program `ebpf:"weft_exit_write"`
 	WeftExitWritev         *ebpf.Program `ebpf:"weft_exit_writev"`
 	WeftFork               *ebpf.Program `ebpf:"weft_fork"`
+	WeftGoH2Headers        *ebpf.Program `ebpf:"weft_go_h2_headers"`
 	WeftGoNewproc1         *ebpf.Program `ebpf:"weft_go_newproc1"`
 	WeftGoNewproc1Casg     *ebpf.Program `ebpf:"weft_go_newproc1_casg"`
 	WeftGoNewproc1Ret      *ebpf.Program `ebpf:"weft_go_newproc1_ret"`
@@ -860,6 +876,7 @@ func (p *tpPrograms) Close() error {
 		p.WeftExitWrite,
 		p.WeftExitWritev,
 		p.WeftFork,
+		p.WeftGoH2Headers,
 		p.WeftGoNewproc1,
 		p.WeftGoNewproc1Casg,
 		p.WeftGoNewproc1Ret,

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -365,4 +366,78 @@ func TestHTTP2Curl(t *testing.T) {
 			}
 		})
 	}
+}
+
+// HTTP/2 clients' parents: a Go front service calls its backend over one
+// HTTP/2 connection (h2c, then TLS), where the streams of 32 requests at
+// once interleave, each sent from its request's own goroutine (and, for
+// /fan/, from two goroutines it started). Every client span is the child
+// of its own request's server span, none of another's, none split. The
+// backend's server spans are roots: HPACK leaves no room for injection.
+func TestHTTP2ClientParents(t *testing.T) {
+	setup(t)
+	for _, tc := range []struct {
+		name, backend string
+		tls           bool
+	}{{"h2c", "-mode=h2c-server", false}, {"tls", "-mode=https-server", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			rcv := otlptest.Start(t)
+			backend, backAddr := startListener(t, exec.Command(bins.h2app, tc.backend))
+			cmd := exec.Command(bins.h2app, "-mode=h2-front", "-addr="+backAddr, "-tls="+strconv.FormatBool(tc.tls))
+			cmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME=front")
+			front, frontAddr := startListener(t, cmd)
+			w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", front.Pid(), backend.Pid()))
+			const n = 300
+			for _, ep := range []frontPath{{"/req/", 1}, {"/fan/", 2}} {
+				rcv.Reset()
+				numberedLoad(t, "http://"+frontAddr+ep.path, n, 32)
+				got := collectSpans(t, rcv, n*(1+2*ep.calls), 60*time.Second)
+				right, backends := checkH2Parents(t, got, ep.path)
+				if right != n*ep.calls || backends != n*ep.calls || len(got) != n*(1+2*ep.calls) {
+					t.Errorf("%s: %d spans (want %d), %d client spans under their request (want %d), %d backend spans",
+						ep.path, len(got), n*(1+2*ep.calls), right, n*ep.calls, backends)
+				}
+			}
+			m, err := w.Metrics()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m["h2_conns"] != 2 || m["h2_parents_unmatched"] != 0 || m["h2_streams_lost"] != 0 || m["parent_refused_ended"] != 0 ||
+				m["parent_refused_unknown_runtime"] != 0 {
+				t.Errorf("h2 conns %d (want 2: both ends of one), unmatched parents %d, streams lost %d, refused: ended %d, unknown %d",
+					m["h2_conns"], m["h2_parents_unmatched"], m["h2_streams_lost"], m["parent_refused_ended"], m["parent_refused_unknown_runtime"])
+			}
+		})
+	}
+}
+
+// checkH2Parents counts the front's HTTP/2 client spans under the server
+// span of their own numbered request, and the backend's server spans (all
+// roots); it reports every other span.
+func checkH2Parents(t *testing.T, got []span, path string) (right, backends int) {
+	t.Helper()
+	byID := map[string]span{}
+	for _, s := range got {
+		byID[s.id] = s
+	}
+	for _, s := range got {
+		p, _ := s.attrs["url.path"].(string)
+		switch {
+		case s.service == "front" && s.kind == tracepb.Span_SPAN_KIND_SERVER && strings.HasPrefix(p, path):
+		case s.service == "front" && s.kind == tracepb.Span_SPAN_KIND_CLIENT && strings.HasPrefix(p, "/work/"):
+			srv, ok := byID[s.parent]
+			srvPath, _ := srv.attrs["url.path"].(string)
+			if !ok || srv.kind != tracepb.Span_SPAN_KIND_SERVER || srvPath != path+requestOf(p) || srv.trace != s.trace ||
+				s.attrs["network.protocol.version"] != "2" {
+				t.Errorf("%s: client span %s under %q (%s)", path, s, srvPath, s.parent)
+				continue
+			}
+			right++
+		case s.service == "h2app" && s.kind == tracepb.Span_SPAN_KIND_SERVER && strings.HasPrefix(p, "/work/") && s.parent == "":
+			backends++
+		default:
+			t.Errorf("%s: unexpected span %s", path, s)
+		}
+	}
+	return right, backends
 }

@@ -15,7 +15,8 @@ import (
 var guestTests = []string{"TestGoNetHTTPServer", "TestParentChildOnSameThread", "TestBadInput",
 	"TestInjectionKeepsRequestsValid", "TestInjectionLeavesTLSAlone", "TestInjectionLargeBodies",
 	"TestMountProtocolInterop", "TestTraceparentAfterSplitHead", "TestInjectedRequestIsOneSegment",
-	"TestGoAsyncParents", "TestNginxParents", "TestSamplingTraceIDRatio", "TestHTTP2Streams", "TestGRPCCalls", "TestTLSGo", "TestGRPCCallsTLS"}
+	"TestGoAsyncParents", "TestNginxParents", "TestSamplingTraceIDRatio", "TestHTTP2Streams", "TestHTTP2ClientParents", "TestGRPCCalls",
+	"TestTLSGo", "TestGRPCCallsTLS"}
 
 // guestNginx is Debian's nginx with the loader and libraries it links, and
 // the accounts its workers switch to.

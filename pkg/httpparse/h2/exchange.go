@@ -48,6 +48,7 @@ type Conn struct {
 	// Dropped counts streams not followed because MaxOpenStreams were open.
 	Dropped uint64
 	done    []Exchange
+	opened  []*Exchange
 }
 
 // NewConn follows a connection; the client's direction opens with the preface.
@@ -69,6 +70,10 @@ func (c *Conn) Adopt(id uint32, ts uint64) {
 	}
 }
 
+// Opened are the streams whose request headers the last FeedRequest
+// brought (valid until the next call; the exchanges are still open).
+func (c *Conn) Opened() []*Exchange { return c.opened }
+
 // Open is the number of streams begun and not yet ended.
 func (c *Conn) Open() int { return len(c.open) }
 
@@ -89,7 +94,7 @@ func (c *Conn) Lost() error {
 // FeedRequest parses a segment the client sent and returns the exchanges
 // it completed (valid until the next call).
 func (c *Conn) FeedRequest(captured []byte, total int, ts uint64) []Exchange {
-	c.done = c.done[:0]
+	c.done, c.opened = c.done[:0], c.opened[:0]
 	for _, e := range c.Requests.Feed(captured, total, ts) {
 		c.request(e)
 	}
@@ -135,6 +140,7 @@ func (c *Conn) request(e Event) {
 			}
 		}
 		c.open[e.StreamID] = x
+		c.opened = append(c.opened, x)
 		if e.EndStream {
 			x.RequestEnd = e.TS
 		}

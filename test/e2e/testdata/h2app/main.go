@@ -1,7 +1,8 @@
 // h2app is the HTTP/2, HTTPS and gRPC test program of the end-to-end
 // tests: a prior-knowledge h2c server and client (Go's net/http), an
-// HTTPS server and client (crypto/tls; HTTP/1.1 or HTTP/2 by ALPN), and a
-// gRPC server and client (grpc-go) of a small service declared by hand.
+// HTTPS server and client (crypto/tls; HTTP/1.1 or HTTP/2 by ALPN), a
+// gRPC server and client (grpc-go) of a small service declared by hand,
+// and a front service whose requests call a backend over HTTP/2.
 //
 // Servers print their address on the first line. Clients wait for a line
 // on stdin before they connect, so that a test can start weft on their
@@ -41,11 +42,11 @@ import (
 )
 
 func main() {
-	mode := flag.String("mode", "", "h2c-server, h2c-upgrade-server, h2c-client, https-server, https-client, grpc-server, grpc-client or grpc-load")
-	addr := flag.String("addr", "", "server address (clients)")
+	mode := flag.String("mode", "", "h2c-server, h2c-upgrade-server, h2c-client, https-server, https-client, grpc-server, grpc-client, grpc-load or h2-front")
+	addr := flag.String("addr", "", "server address (clients; h2-front: its backend)")
 	n := flag.Int("n", 100, "requests (clients)")
 	h1 := flag.Bool("http1", false, "https-client: HTTP/1.1 only (else HTTP/2)")
-	useTLS := flag.Bool("tls", false, "grpc-server, grpc-client: over TLS")
+	useTLS := flag.Bool("tls", false, "grpc-server, grpc-client, h2-front: over TLS")
 	certOut := flag.String("cert-out", "", "grpc-server -tls: write the server's certificate (PEM) there, for clients to trust")
 	flag.Parse()
 	var err error
@@ -69,6 +70,8 @@ func main() {
 		err = grpcClient(*addr, *n, *useTLS)
 	case "grpc-load":
 		err = grpcLoad(*addr)
+	case "h2-front":
+		err = h2Front(*addr, *useTLS)
 	default:
 		err = fmt.Errorf("unknown -mode %q", *mode)
 	}
@@ -134,8 +137,13 @@ func h2cServer(upgrade bool) error {
 	return srv.Serve(ln)
 }
 
-// answer serves /req/<i> over HTTP/2.
+// answer serves /req/<i> over HTTP/2, and h2-front's calls, /work/...
 var answer = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/work/") {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, "ok\n")
+		return
+	}
 	i, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/req/"))
 	if err != nil {
 		http.NotFound(w, r)
@@ -434,4 +442,74 @@ func loadRun(addr string, rate int, d time.Duration) ([]time.Duration, error) {
 		return nil, fmt.Errorf("%d calls failed, first: %w", len(errs), errs[0])
 	}
 	return lat, nil
+}
+
+// h2Front serves HTTP/1.1 and calls backend over HTTP/2 on one connection
+// (h2c with prior knowledge, or TLS), so that the streams of many
+// requests interleave on it:
+//
+//	/req/N  waits 0-10 ms, then GETs <backend>/work/N
+//	/fan/N  waits 0-10 ms, then GETs <backend>/work/N/a and /work/N/b
+//	        from two goroutines at once
+func h2Front(backend string, useTLS bool) error {
+	var protos http.Protocols
+	tr := &http.Transport{MaxConnsPerHost: 1}
+	base := "http://" + backend + "/work/"
+	if useTLS {
+		protos.SetHTTP2(true)
+		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
+		base = "https://" + backend + "/work/"
+	} else {
+		protos.SetUnencryptedHTTP2(true)
+	}
+	tr.Protocols = &protos
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	call := func(url string) error {
+		resp, err := client.Get(url)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode != http.StatusOK || resp.ProtoMajor != 2 {
+			return fmt.Errorf("%s: %s %s", url, resp.Proto, resp.Status)
+		}
+		return nil
+	}
+	wait := func(n string) {
+		i, _ := strconv.Atoi(n)
+		time.Sleep(time.Duration(i*7%11) * time.Millisecond)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/req/", func(w http.ResponseWriter, r *http.Request) {
+		n := strings.TrimPrefix(r.URL.Path, "/req/")
+		wait(n)
+		if err := call(base + n); err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("/fan/", func(w http.ResponseWriter, r *http.Request) {
+		n := strings.TrimPrefix(r.URL.Path, "/fan/")
+		wait(n)
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for i, leg := range []string{"a", "b"} {
+			wg.Add(1)
+			go func() { defer wg.Done(); errs[i] = call(base + n + "/" + leg) }()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		io.WriteString(w, "ok\n")
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	fmt.Println(ln.Addr())
+	return http.Serve(ln, mux)
 }

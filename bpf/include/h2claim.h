@@ -1,0 +1,60 @@
+/* The parents of HTTP/2 client streams. HTTP/2 multiplexes requests on
+ * one connection, so the trace context of the thread or goroutine that
+ * writes says nothing about a stream unless the stream's own request
+ * wrote it. Go's HTTP/2 client does: each request's goroutine writes its
+ * HEADERS in writeHeaders and flushes them at once. A uprobe there
+ * (weft_go_h2_headers) leaves the stream's id and parent under the
+ * goroutine; that goroutine's next write on an HTTP/2 connection carries
+ * them to user space, which gives them to the stream only if that write
+ * opened it. Writers that write other requests' streams (grpc-go's loopy
+ * writer) leave no claim: their streams start their own traces.
+ * Included by common.h before emit_data. */
+#ifndef WEFT_H2CLAIM_H
+#define WEFT_H2CLAIM_H
+
+struct h2_claim {
+	struct span_ctx parent;
+	__u32 stream;
+	__u32 _pad;
+};
+
+/* (tgid, goroutine id) -> the stream it is writing the HEADERS of. A
+ * goroutine id is never reused, so a claim whose write never came (a
+ * broken connection) can match nothing else; the goroutine's next
+ * writeHeaders replaces it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct go_key);
+	__type(value, struct h2_claim);
+} h2_claims SEC(".maps");
+
+/* A write of a Go process on an HTTP/2 connection: the claim of its
+ * goroutine, if any, goes into the event (WEFT_CTX_H2_STREAM). The map
+ * key is built in the event's pipelined-ids field, unused on HTTP/2, not
+ * on the stack: the programs that inline emit_data have little left. */
+static __noinline void h2_stream_parent(struct event_header *h)
+{
+	if (!h)
+		return;
+	struct proc_info *pi = proc_of(h->pid);
+	if (!pi || pi->mode != WEFT_MODE_GO)
+		return;
+	struct go_key *k = (struct go_key *)h->more_span_ids;
+	k->tgid = h->pid;
+	k->_pad = 0;
+	if (bpf_probe_read_user(&k->id, sizeof(k->id), (void *)(user_g() + pi->goid_off)) == 0) {
+		struct h2_claim *c = bpf_map_lookup_elem(&h2_claims, k);
+		if (c) {
+			h->ctx_kind = WEFT_CTX_H2_STREAM;
+			h->h2_stream = c->stream;
+			h->trace_flags = c->parent.trace_flags;
+			__builtin_memcpy(h->trace_id, c->parent.trace_id, sizeof(h->trace_id));
+			__builtin_memcpy(h->parent_id, c->parent.span_id, sizeof(h->parent_id));
+			bpf_map_delete_elem(&h2_claims, k);
+		}
+	}
+	__builtin_memset(h->more_span_ids, 0, sizeof(h->more_span_ids));
+}
+
+#endif
