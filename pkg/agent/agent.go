@@ -118,6 +118,7 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 		Sampler:        &sampler,
 		Router:         router,
 		Observe:        sm.observe(),
+		NetNS:          tr.NetNS,
 		NotHTTP: func(id uint64, local, remote uint16) {
 			if err := tr.SkipNotHTTP(id, local, remote); err != nil {
 				slog.Debug("kernel keeps copying a connection that is not HTTP", "component", "agent", "error", err)

@@ -45,6 +45,10 @@ type Options struct {
 	// protocol, with its local and remote ports (which tell it from a
 	// later socket at the same address).
 	NotHTTP func(connID uint64, local, remote uint16)
+	// NetNS, when set, gives a process's network namespace (an inode),
+	// false when unknown: loopback HTTP/2 connections are linked end to
+	// end only within one (h2link.go). Called once per such connection.
+	NetNS func(pid uint32) (uint64, bool)
 }
 
 func (o *Options) defaults() {
@@ -90,6 +94,9 @@ type Stats struct {
 	// H2ClaimsUnmatched: writes that carried a client stream's parent but
 	// did not open that stream; the stream started a trace of its own.
 	H2ClaimsUnmatched atomic.Uint64
+	// H2Linked: server streams parented by the client span of the same
+	// connection's other end on this host (h2link.go).
+	H2Linked atomic.Uint64
 
 	mu     sync.Mutex
 	byKind httpparse.ErrorCounts // parse errors by reason
@@ -115,6 +122,7 @@ func (s *Stats) Snapshot() map[string]uint64 {
 		"h2_conns_lost":              s.H2Lost.Load(),
 		"h2_streams_lost":            s.H2StreamsLost.Load(),
 		"h2_parents_unmatched":       s.H2ClaimsUnmatched.Load(),
+		"h2_streams_linked":          s.H2Linked.Load(),
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -220,9 +228,12 @@ type Correlator struct {
 	opts  Options
 	emit  func(*spans.Span)
 	conns *simplelru.LRU[uint64, *conn]
-	ids   *idSource
-	stats Stats
-	log   *slog.Logger
+	// h2links: HTTP/2 client connections' streams, for the server's end
+	// on this host (h2link.go).
+	h2links map[h2linkKey]*h2linkTable
+	ids     *idSource
+	stats   Stats
+	log     *slog.Logger
 	// dropping is set while weft itself removes a connection, so that the
 	// LRU's eviction callback only acts on evictions by capacity.
 	dropping bool
@@ -249,6 +260,9 @@ func New(opts Options, emit func(*spans.Span)) *Correlator {
 		}
 		c.stats.EvictedConns.Add(1)
 		c.abandon(cn, cn.lastTS, "connection_evicted")
+		if cn.h2 != nil {
+			c.unlinkClient(cn.h2)
+		}
 	})
 	return c
 }

@@ -24,6 +24,10 @@ type h2conn struct {
 	// streams are the ids of the client spans of open streams, decided
 	// when the write that opened each was seen (openStreams).
 	streams map[uint32]h2ids
+	// links is the table through which a client connection's streams
+	// parent the server spans of the same connection's other end, when
+	// weft traces both (h2link.go); nil when it cannot be keyed.
+	links *h2linkTable
 }
 
 // h2ids are a client stream's span ids.
@@ -55,6 +59,9 @@ func (c *Correlator) startH2(cn *conn, ev *event.Event) {
 		cn.upgraded, cn.h2.upgraded = nil, ex
 		cn.h2.c.Adopt(1, ex.startTS)
 	}
+	if requests == event.Egress {
+		c.linkClient(cn)
+	}
 	c.stats.H2Conns.Add(1)
 }
 
@@ -65,6 +72,7 @@ func (c *Correlator) closeH2(cn *conn, ts uint64) {
 	if !hc.lost {
 		c.stats.H2StreamsLost.Add(uint64(hc.c.Open()))
 	}
+	c.unlinkClient(hc)
 	if ex := hc.upgraded; ex != nil {
 		hc.upgraded = nil
 		ex.span.ErrorType = "response_incomplete"
@@ -102,6 +110,7 @@ func (c *Correlator) h2data(cn *conn, ev *event.Event) {
 		// Streams still open are not followed further: counted, no span
 		// (the times and status it would have would be guesses).
 		hc.lost = true
+		c.unlinkClient(hc)
 		hc.streams = nil
 		c.stats.H2Lost.Add(1)
 		c.stats.H2StreamsLost.Add(uint64(hc.c.Open()))
@@ -115,7 +124,8 @@ func (c *Correlator) h2data(cn *conn, ev *event.Event) {
 // openStreams decides the client spans of the streams a write opened:
 // under the traceparent the application sent, else under the request
 // the kernel says the write was made for (CtxH2Stream), else in a trace
-// of their own.
+// of their own. The ids are decided now, not when the stream ends, so
+// that the server's end of the connection can take them (h2link.go).
 func (c *Correlator) openStreams(hc *h2conn, ev *event.Event) {
 	claimed := ev.Ctx == event.CtxH2Stream
 	for _, x := range hc.c.Opened() {
@@ -135,6 +145,7 @@ func (c *Correlator) openStreams(hc *h2conn, ev *event.Event) {
 			hc.streams = map[uint32]h2ids{}
 		}
 		hc.streams[x.StreamID] = ids
+		hc.links.publish(x.StreamID, ids)
 	}
 	if claimed {
 		// Its goroutine's HEADERS went out in pieces, say: the stream
@@ -145,7 +156,8 @@ func (c *Correlator) openStreams(hc *h2conn, ev *event.Event) {
 
 // h2span turns a finished stream into its span. A client span has the
 // ids openStreams gave it. A server span joins the trace of the stream's
-// traceparent, else starts its own.
+// traceparent, else, when weft traces the client on this host, the
+// client span's (h2link.go), else a trace of its own.
 func (c *Correlator) h2span(cn *conn, x *h2.Exchange) {
 	if ex := cn.h2.upgraded; ex != nil && x.StreamID == 1 {
 		// The upgrade request's span, with the ids the kernel gave it,
@@ -189,8 +201,9 @@ func (c *Correlator) h2span(cn *conn, x *h2.Exchange) {
 	switch {
 	case kind == spans.KindClient && opened:
 		delete(cn.h2.streams, x.StreamID)
+		cn.h2.links.end(x.StreamID)
 		ex.span.TraceID, ex.span.SpanID, ex.span.ParentID, ex.span.TraceFlags = ids.trace, ids.span, ids.parent, ids.flags
-	case kind == spans.KindServer && serverParent(x, &ex.span):
+	case kind == spans.KindServer && c.serverParent(cn, x, &ex.span):
 		ex.span.SpanID = c.ids.spanID()
 	default:
 		ex.span.SpanID = c.ids.spanID()
@@ -214,14 +227,4 @@ func (c *Correlator) h2span(cn *conn, x *h2.Exchange) {
 func opensPreface(b []byte) bool {
 	n := min(len(b), len(h2.ClientPreface))
 	return n > 0 && string(b[:n]) == h2.ClientPreface[:n]
-}
-
-// serverParent puts a server stream's span under the traceparent it
-// carried; false when it carried none.
-func serverParent(x *h2.Exchange, s *spans.Span) bool {
-	trace, parent, flags, ok := httpparse.ParseTraceParent(x.Traceparent)
-	if ok {
-		s.TraceID, s.ParentID, s.TraceFlags, s.ParentRemote = trace, parent, flags, true
-	}
-	return ok
 }

@@ -238,6 +238,9 @@ func (t *Tracer) setupRuntime(pid uint32) Correlation {
 		c = Correlation{Mode: ModeUnknown, Reason: fmt.Sprintf("proc_mode map: %v", err)}
 	}
 	t.corrs[pid] = c
+	if ns, ok := netNSOf(pid); ok {
+		t.netns[pid] = ns
+	}
 	lvl := slog.LevelInfo
 	if c.Mode != ModeThread && c.Mode != ModeGo && c.Mode != ModeNode {
 		lvl = slog.LevelWarn
@@ -324,6 +327,7 @@ func (t *Tracer) releaseRuntime(pid uint32) {
 		delete(t.rtHooks, pid)
 	}
 	delete(t.corrs, pid)
+	delete(t.netns, pid)
 }
 
 // Correlations lists how each classified process is followed.

@@ -103,6 +103,7 @@ type Tracer struct {
 
 	rtMu    sync.Mutex
 	corrs   map[uint32]Correlation // per traced process: how it is followed
+	netns   map[uint32]uint64      // per traced process: its network namespace (NetNS)
 	rtHooks map[uint32]io.Closer   // per process: its runtime's uprobes
 	// per process: its TLS libraries' uprobes, kept across exec
 	tlsHooks map[uint32]*tlsHooks
@@ -213,7 +214,7 @@ func Open(opts Options) (*Tracer, error) {
 		return nil, err
 	}
 	t := &Tracer{path: opts.Path, coll: coll, inject: opts.Propagation, hooks: opts.RuntimeHooks,
-		log: slog.With("component", "tracer"), corrs: map[uint32]Correlation{}, rtHooks: map[uint32]io.Closer{},
+		log: slog.With("component", "tracer"), corrs: map[uint32]Correlation{}, netns: map[uint32]uint64{}, rtHooks: map[uint32]io.Closer{},
 		tlsHooks: map[uint32]*tlsHooks{}}
 	if err := coll.Assign(&t.objs); err != nil {
 		t.Close()

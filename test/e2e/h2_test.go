@@ -149,13 +149,11 @@ func TestHTTP2Streams(t *testing.T) {
 			t.Errorf("request %d: %s", i, s)
 		}
 		// Every fifth request carries a traceparent (h2app): both spans
-		// join its trace, under the span it names; the others are roots.
-		if wantTrace, wantParent := fmt.Sprintf("%032x", 0xabc000+i), fmt.Sprintf("%016x", 0xdef000+i); i%5 == 0 {
-			if s.trace != wantTrace || s.parent != wantParent {
-				t.Errorf("request %d: trace %s parent %s, want the traceparent's %s %s: %s", i, s.trace, s.parent, wantTrace, wantParent, s)
-			}
-		} else if s.parent != "" {
-			t.Errorf("request %d: a parent with no traceparent sent: %s", i, s)
+		// join its trace, under the span it names. The others: the
+		// client's span is a root (checked below, with the server's).
+		if wantTrace, wantParent := fmt.Sprintf("%032x", 0xabc000+i), fmt.Sprintf("%016x", 0xdef000+i); i%5 == 0 &&
+			(s.trace != wantTrace || s.parent != wantParent) {
+			t.Errorf("request %d: trace %s parent %s, want the traceparent's %s %s: %s", i, s.trace, s.parent, wantTrace, wantParent, s)
 		}
 		if s.dur < h2Wait(i) {
 			t.Errorf("request %d lasted %v, its handler waits %v: %s", i, s.dur, h2Wait(i), s)
@@ -175,6 +173,13 @@ func TestHTTP2Streams(t *testing.T) {
 	}
 	if len(servers) != n || len(clients) != n || len(clientPorts) != 1 {
 		t.Fatalf("%d server and %d client spans (want %d each) over %d connections (want 1)", len(servers), len(clients), n, len(clientPorts))
+	}
+	// Without a traceparent, the server's span of a stream is the child of
+	// the client's, both ends being traced on this host (h2link.go).
+	for i := range n {
+		if srv, cli := servers[i], clients[i]; i%5 != 0 && (cli.parent != "" || srv.parent != cli.id || srv.trace != cli.trace) {
+			t.Errorf("request %d: want the client's span a root and the server's its child: %s / %s", i, srv, cli)
+		}
 	}
 	m, err := w.Metrics()
 	if err != nil {
@@ -279,7 +284,7 @@ func checkGRPCSpans(t *testing.T, rcv *otlptest.Receiver, n, srvPid, cliPid int)
 			wantPid = int64(cliPid)
 		}
 		if s.attrs["rpc.system"] != "grpc" || s.attrs["rpc.service"] != "weft.test.Store" ||
-			s.name != "weft.test.Store/"+fmt.Sprint(s.attrs["rpc.method"]) || s.parent != "" || s.res["process.pid"] != wantPid {
+			s.name != "weft.test.Store/"+fmt.Sprint(s.attrs["rpc.method"]) || s.res["process.pid"] != wantPid {
 			t.Errorf("span %s", s)
 		}
 		k := key{s.kind, fmt.Sprint(s.attrs["rpc.method"]), attrInt(s, "rpc.grpc.status_code")}
@@ -290,12 +295,40 @@ func checkGRPCSpans(t *testing.T, rcv *otlptest.Receiver, n, srvPid, cliPid int)
 			t.Errorf("error status %v, want %v: %s", s.err, wantErr, s)
 		}
 	}
+	checkCallPairs(t, got)
 	for _, kind := range []tracepb.Span_SpanKind{tracepb.Span_SPAN_KIND_SERVER, tracepb.Span_SPAN_KIND_CLIENT} {
 		for k, want := range map[key]int{{kind, "Get", 0}: n, {kind, "Get", 5}: n, {kind, "List", 0}: n} {
 			if count[k] != want {
 				t.Errorf("%v %s status %d: %d spans, want %d (all: %v)", k.kind, k.method, k.code, count[k], want, count)
 			}
 		}
+	}
+}
+
+// checkCallPairs requires every client span a root and every server span
+// the child of a client span of the same method and status, each client
+// span the parent of one server span: both ends are traced on this host,
+// so weft links the streams of one connection (h2link.go).
+func checkCallPairs(t *testing.T, got []span) {
+	t.Helper()
+	byID := map[string]span{}
+	for _, s := range got {
+		byID[s.id] = s
+	}
+	used := map[string]bool{}
+	for _, s := range got {
+		if s.kind == tracepb.Span_SPAN_KIND_CLIENT {
+			if s.parent != "" {
+				t.Errorf("client span %s has a parent", s)
+			}
+			continue
+		}
+		cli, ok := byID[s.parent]
+		if !ok || used[s.parent] || cli.kind != tracepb.Span_SPAN_KIND_CLIENT || cli.trace != s.trace ||
+			cli.attrs["rpc.method"] != s.attrs["rpc.method"] || attrInt(cli, "rpc.grpc.status_code") != attrInt(s, "rpc.grpc.status_code") {
+			t.Errorf("server span %s is not the child of a client span of its call (%s)", s, cli)
+		}
+		used[s.parent] = true
 	}
 }
 
@@ -360,8 +393,8 @@ func TestHTTP2Curl(t *testing.T) {
 					if srvSpan.parent != cliSpan.id || srvSpan.trace != cliSpan.trace {
 						t.Errorf("upgrade request: server span %s is not the child of curl's %s", srvSpan, cliSpan)
 					}
-				} else if srvSpan.parent != "" || cliSpan.parent != "" {
-					t.Errorf("transfer %d: parents with no traceparent sent: %s / %s", i, srvSpan, cliSpan)
+				} else if cliSpan.parent != "" || srvSpan.parent != cliSpan.id || srvSpan.trace != cliSpan.trace {
+					t.Errorf("transfer %d: want curl's span a root and the server's its child: %s / %s", i, srvSpan, cliSpan)
 				}
 			}
 		})
@@ -372,8 +405,9 @@ func TestHTTP2Curl(t *testing.T) {
 // HTTP/2 connection (h2c, then TLS), where the streams of 32 requests at
 // once interleave, each sent from its request's own goroutine (and, for
 // /fan/, from two goroutines it started). Every client span is the child
-// of its own request's server span, none of another's, none split. The
-// backend's server spans are roots: HPACK leaves no room for injection.
+// of its own request's server span, none of another's, none split; every
+// backend span is the child of the client span of its stream, linked on
+// this host (HPACK leaves no room for injection).
 func TestHTTP2ClientParents(t *testing.T) {
 	setup(t)
 	for _, tc := range []struct {
@@ -403,17 +437,18 @@ func TestHTTP2ClientParents(t *testing.T) {
 				t.Fatal(err)
 			}
 			if m["h2_conns"] != 2 || m["h2_parents_unmatched"] != 0 || m["h2_streams_lost"] != 0 || m["parent_refused_ended"] != 0 ||
-				m["parent_refused_unknown_runtime"] != 0 {
-				t.Errorf("h2 conns %d (want 2: both ends of one), unmatched parents %d, streams lost %d, refused: ended %d, unknown %d",
-					m["h2_conns"], m["h2_parents_unmatched"], m["h2_streams_lost"], m["parent_refused_ended"], m["parent_refused_unknown_runtime"])
+				m["parent_refused_unknown_runtime"] != 0 || m["h2_streams_linked"] != 3*n {
+				t.Errorf("h2 conns %d (want 2: both ends of one), unmatched parents %d, streams lost %d, refused: ended %d, unknown %d, linked %d (want %d)",
+					m["h2_conns"], m["h2_parents_unmatched"], m["h2_streams_lost"], m["parent_refused_ended"], m["parent_refused_unknown_runtime"],
+					m["h2_streams_linked"], 3*n)
 			}
 		})
 	}
 }
 
 // checkH2Parents counts the front's HTTP/2 client spans under the server
-// span of their own numbered request, and the backend's server spans (all
-// roots); it reports every other span.
+// span of their own numbered request, and the backend's server spans
+// under the client span of their call; it reports every other span.
 func checkH2Parents(t *testing.T, got []span, path string) (right, backends int) {
 	t.Helper()
 	byID := map[string]span{}
@@ -433,7 +468,12 @@ func checkH2Parents(t *testing.T, got []span, path string) (right, backends int)
 				continue
 			}
 			right++
-		case s.service == "h2app" && s.kind == tracepb.Span_SPAN_KIND_SERVER && strings.HasPrefix(p, "/work/") && s.parent == "":
+		case s.service == "h2app" && s.kind == tracepb.Span_SPAN_KIND_SERVER && strings.HasPrefix(p, "/work/"):
+			if cli, ok := byID[s.parent]; !ok || cli.service != "front" || cli.kind != tracepb.Span_SPAN_KIND_CLIENT ||
+				cli.attrs["url.path"] != p || cli.trace != s.trace {
+				t.Errorf("%s: backend span %s is not the child of the front's call of it", path, s)
+				continue
+			}
 			backends++
 		default:
 			t.Errorf("%s: unexpected span %s", path, s)

@@ -85,8 +85,9 @@ func startNginxTLS(t *testing.T, backend, listenOpts string) (*proc, []int, stri
 // of the one before: weft links curl's client span to nginx's server span
 // across the TLS connection, which carries no traceparent (tlslink.h).
 // Over HTTP/2 (ALPN) each stream gets its spans, made in user space as on
-// h2c: curl's and nginx's are roots (split, never wrong), and nginx's
-// call to the backend starts the backend's trace.
+// h2c: nginx's server span is the child of curl's (the same stream of one
+// connection, h2link.go), and nginx's call to the backend starts the
+// backend's trace (split, never wrong).
 func TestTLSNginxChain(t *testing.T) {
 	setup(t)
 	for _, c := range []struct{ name, curlFlag, listen, proto string }{
@@ -192,7 +193,7 @@ func tlsNginxChain(t *testing.T, curlFlag, listenOpts, proto string) {
 				t.Errorf("request %d: %s", i, s)
 				ok = false
 			}
-			root := r == 0 || (proto == "2" && r < 3)
+			root := r == 0 || (proto == "2" && r == 2)
 			switch {
 			case root && s.parent != "":
 				t.Errorf("request %d: %s has a parent", i, s)
@@ -219,10 +220,9 @@ func tlsNginxChain(t *testing.T, curlFlag, listenOpts, proto string) {
 // crypto/tls's plaintext through RET-instruction uprobes, keyed by
 // goroutine. 100 requests, 16 at a time, every fifth with a traceparent
 // of its own, handlers that wait, bodies checked byte for byte by the
-// client. Over HTTP/1.1 each server span is the child of its client span
-// (handed over across TLS, tlslink.h) or, with a traceparent, both are
-// children of it; over HTTP/2 the streams' spans are roots unless the
-// request carried a traceparent.
+// client. Each server span is the child of its client span (handed over
+// across TLS: tlslink.h for HTTP/1.1, h2link.go for HTTP/2's streams) or,
+// with a traceparent, both are children of it.
 func TestTLSGo(t *testing.T) {
 	setup(t)
 	for _, c := range []struct {
@@ -284,11 +284,8 @@ func TestTLSGo(t *testing.T) {
 				if cliSpan.parent != "" {
 					t.Errorf("request %d: client span %s has a parent", i, cliSpan)
 				}
-				switch {
-				case c.proto == "1.1" && (srvSpan.parent != cliSpan.id || srvSpan.trace != cliSpan.trace):
+				if srvSpan.parent != cliSpan.id || srvSpan.trace != cliSpan.trace {
 					t.Errorf("request %d: server span %s is not the child of %s", i, srvSpan, cliSpan)
-				case c.proto == "2" && srvSpan.parent != "":
-					t.Errorf("request %d: HTTP/2 server span %s has a parent", i, srvSpan)
 				}
 			}
 		})

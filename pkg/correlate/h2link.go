@@ -1,0 +1,123 @@
+package correlate
+
+import (
+	"net/netip"
+
+	"github.com/weftdev/weft/pkg/httpparse"
+	"github.com/weftdev/weft/pkg/httpparse/h2"
+	"github.com/weftdev/weft/pkg/spans"
+)
+
+// HPACK leaves no room to inject a traceparent into HTTP/2 headers, so a
+// server's stream would start its own trace. When weft traces both ends
+// of a connection on this host it sees the client's stream open first,
+// and gives the server's stream (same connection, same stream id) the
+// client span as its parent.
+//
+// Keyed by the connection's addresses as the client sees them; loopback
+// addresses name a connection only within one network namespace, so for
+// them the key holds the namespace too (Options.NetNS).
+
+// h2linkKey names one TCP connection on this host.
+type h2linkKey struct {
+	client, server netip.AddrPort
+	netns          uint64 // loopback only; else 0
+}
+
+// linkEndedKept is how many of a connection's ended client streams keep
+// their ids: the server's end of a stream is usually seen first, but its
+// last write's event can come after the client read the answer.
+const linkEndedKept = 64
+
+// h2linkTable is one client connection's streams, by stream id.
+type h2linkTable struct {
+	key   h2linkKey
+	ids   map[uint32]h2ids
+	ended []uint32 // oldest first, at most linkEndedKept
+}
+
+// linkKey is the key of cn's connection, false when it has none.
+func (c *Correlator) linkKey(cn *conn, client, server netip.AddrPort) (h2linkKey, bool) {
+	k := h2linkKey{client: client, server: server}
+	if !client.IsValid() || !server.IsValid() {
+		return k, false
+	}
+	if client.Addr().IsLoopback() || server.Addr().IsLoopback() {
+		if c.opts.NetNS == nil {
+			return k, false
+		}
+		ns, ok := c.opts.NetNS(cn.pid)
+		if !ok {
+			return k, false
+		}
+		k.netns = ns
+	}
+	return k, true
+}
+
+// linkClient opens the link table of cn, an HTTP/2 client connection.
+func (c *Correlator) linkClient(cn *conn) {
+	k, ok := c.linkKey(cn, cn.local, cn.remote)
+	if !ok {
+		return
+	}
+	t := &h2linkTable{key: k, ids: map[uint32]h2ids{}}
+	if c.h2links == nil {
+		c.h2links = map[h2linkKey]*h2linkTable{}
+	}
+	c.h2links[k] = t
+	cn.h2.links = t
+}
+
+// unlinkClient drops hc's table: its connection closed or is no longer
+// followed.
+func (c *Correlator) unlinkClient(hc *h2conn) {
+	if t := hc.links; t != nil && c.h2links[t.key] == t {
+		delete(c.h2links, t.key)
+	}
+	hc.links = nil
+}
+
+func (t *h2linkTable) publish(stream uint32, ids h2ids) {
+	if t != nil {
+		t.ids[stream] = ids
+	}
+}
+
+// end keeps the client span of stream a while for its server's end.
+func (t *h2linkTable) end(stream uint32) {
+	if t == nil {
+		return
+	}
+	if len(t.ended) == linkEndedKept {
+		delete(t.ids, t.ended[0])
+		t.ended = append(t.ended[:0], t.ended[1:]...)
+	}
+	t.ended = append(t.ended, stream)
+}
+
+// serverParent puts a server stream's span under the traceparent it
+// carried, else under the client span of its other end on this host;
+// false for neither.
+func (c *Correlator) serverParent(cn *conn, x *h2.Exchange, s *spans.Span) bool {
+	if trace, parent, flags, ok := httpparse.ParseTraceParent(x.Traceparent); ok {
+		s.TraceID, s.ParentID, s.TraceFlags, s.ParentRemote = trace, parent, flags, true
+		return true
+	}
+	k, ok := c.linkKey(cn, cn.remote, cn.local)
+	if !ok {
+		return false
+	}
+	t := c.h2links[k]
+	if t == nil {
+		return false
+	}
+	ids, ok := t.ids[x.StreamID]
+	if !ok {
+		return false
+	}
+	delete(t.ids, x.StreamID)
+	s.TraceID, s.ParentID, s.TraceFlags, s.ParentRemote = ids.trace, ids.span, ids.flags, true
+	c.stats.H2Linked.Add(1)
+	return true
+}
