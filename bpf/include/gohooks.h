@@ -33,6 +33,16 @@ static __always_inline struct proc_info *go_traced(__u32 tgid)
 	return pi && pi->mode == WEFT_MODE_GO ? pi : 0;
 }
 
+/* The process and goroutine a uprobe in Go code fired in; false when the
+ * process is not followed by goroutine or the goroutine's ids cannot be
+ * read. */
+static __always_inline bool go_probed_goroutine(struct pt_regs *ctx, __u32 *tgid, struct go_id *id)
+{
+	*tgid = bpf_get_current_pid_tgid() >> 32;
+	struct proc_info *pi = go_traced(*tgid);
+	return pi && go_id_of(pi, ctx->r14, id);
+}
+
 /* runtime.newproc1(fn *funcval, callergp *g, callerpc uintptr, ...) *g,
  * at entry (Go before 1.21, which has no parentGoid). */
 SEC("uprobe/go_newproc1")
@@ -130,13 +140,9 @@ int weft_go_roundtrip(struct pt_regs *ctx)
 SEC("uprobe/go_persistconn_writeloop")
 int weft_go_writeloop(struct pt_regs *ctx)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32;
-	struct proc_info *pi = go_traced(tgid);
-	if (!pi)
-		return 0;
+	__u32 tgid;
 	struct go_id id;
-	if (!go_id_of(pi, ctx->r14, &id))
+	if (!go_probed_goroutine(ctx, &tgid, &id))
 		return 0;
 	struct go_key gk = {.tgid = tgid, .id = id.goid};
 	__u64 pc = ctx->ax;
@@ -151,13 +157,9 @@ int weft_go_writeloop(struct pt_regs *ctx)
 SEC("uprobe/go_h2_headers")
 int weft_go_h2_headers(struct pt_regs *ctx)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32;
-	struct proc_info *pi = go_traced(tgid);
-	if (!pi)
-		return 0;
+	__u32 tgid;
 	struct go_id id;
-	if (!go_id_of(pi, ctx->r14, &id))
+	if (!go_probed_goroutine(ctx, &tgid, &id))
 		return 0;
 	struct go_key k = {.tgid = tgid, .id = id.goid};
 	struct h2_claim c = {.stream = (__u32)ctx->bx};
