@@ -130,16 +130,17 @@ func (c *Correlator) openStreams(hc *h2conn, ev *event.Event) {
 	claimed := ev.Ctx == event.CtxH2Stream
 	for _, x := range hc.c.Opened() {
 		ids := h2ids{span: c.ids.spanID()}
+		mine := claimed && x.StreamID == ev.H2Stream
+		if mine {
+			claimed = false
+		}
 		if trace, parent, flags, ok := httpparse.ParseTraceParent(x.Traceparent); ok {
 			ids.trace, ids.parent, ids.flags = trace, parent, flags
-		} else if claimed && x.StreamID == ev.H2Stream {
+		} else if mine {
 			ids.trace, ids.parent, ids.flags = ev.TraceID, ev.ParentID, ev.TraceFlags
 		} else {
 			ids.trace = c.ids.traceID()
 			ids.flags = c.opts.Sampler.Flags(ids.trace)
-		}
-		if claimed && x.StreamID == ev.H2Stream {
-			claimed = false
 		}
 		if hc.streams == nil {
 			hc.streams = map[uint32]h2ids{}
