@@ -176,7 +176,7 @@ type conn struct {
 	inErrs, outErrs httpparse.ErrorCounts
 	// Span ids the kernel assigned to the request starting in the last
 	// segment of each direction, for the next request heads parsed there.
-	inCtx, outCtx []kernelCtx
+	inCtx, outCtx []spanIDs
 	// endedBy is the side that closed the connection first, once known.
 	endedBy ender
 	// h2 follows the connection once the kernel saw it open as HTTP/2.
@@ -186,9 +186,10 @@ type conn struct {
 	upgraded *exchange
 }
 
-// kernelCtx is a span the kernel assigned (and, for client requests,
-// possibly wrote on the wire).
-type kernelCtx struct {
+// spanIDs are a span's ids decided before it ends: by the kernel (and,
+// for client requests, possibly written on the wire), or, for an HTTP/2
+// client stream, in user space when the stream opened.
+type spanIDs struct {
 	trace  spans.TraceID
 	span   spans.SpanID
 	parent spans.SpanID
@@ -197,21 +198,21 @@ type kernelCtx struct {
 
 // ctxOf lists the spans the kernel assigned to the requests an event
 // starts: the first, then pipelined ones sharing its trace and parent.
-func ctxOf(ev *event.Event) []kernelCtx {
+func ctxOf(ev *event.Event) []spanIDs {
 	if ev.Ctx != event.CtxServer && ev.Ctx != event.CtxClient {
 		return nil
 	}
-	out := []kernelCtx{{trace: ev.TraceID, span: ev.SpanID, parent: ev.ParentID, flags: ev.TraceFlags}}
+	out := []spanIDs{{trace: ev.TraceID, span: ev.SpanID, parent: ev.ParentID, flags: ev.TraceFlags}}
 	for _, id := range ev.MoreSpanIDs {
-		out = append(out, kernelCtx{trace: ev.TraceID, span: id, parent: ev.ParentID, flags: ev.TraceFlags})
+		out = append(out, spanIDs{trace: ev.TraceID, span: id, parent: ev.ParentID, flags: ev.TraceFlags})
 	}
 	return out
 }
 
 // takeCtx pops the next kernel-assigned span of a direction.
-func takeCtx(q *[]kernelCtx) (kernelCtx, bool) {
+func takeCtx(q *[]spanIDs) (spanIDs, bool) {
 	if len(*q) == 0 {
-		return kernelCtx{}, false
+		return spanIDs{}, false
 	}
 	k := (*q)[0]
 	*q = (*q)[1:]

@@ -23,19 +23,11 @@ type h2conn struct {
 	upgraded *exchange
 	// streams are the ids of the client spans of open streams, decided
 	// when the write that opened each was seen (openStreams).
-	streams map[uint32]h2ids
+	streams map[uint32]spanIDs
 	// links is the table through which a client connection's streams
 	// parent the server spans of the same connection's other end, when
 	// weft traces both (h2link.go); nil when it cannot be keyed.
 	links *h2linkTable
-}
-
-// h2ids are a client stream's span ids.
-type h2ids struct {
-	trace  spans.TraceID
-	span   spans.SpanID
-	parent spans.SpanID
-	flags  byte
 }
 
 var (
@@ -129,7 +121,7 @@ func (c *Correlator) h2data(cn *conn, ev *event.Event) {
 func (c *Correlator) openStreams(hc *h2conn, ev *event.Event) {
 	claimed := ev.Ctx == event.CtxH2Stream
 	for _, x := range hc.c.Opened() {
-		ids := h2ids{span: c.ids.spanID()}
+		ids := spanIDs{span: c.ids.spanID()}
 		mine := claimed && x.StreamID == ev.H2Stream
 		if mine {
 			claimed = false
@@ -143,7 +135,7 @@ func (c *Correlator) openStreams(hc *h2conn, ev *event.Event) {
 			ids.flags = c.opts.Sampler.Flags(ids.trace)
 		}
 		if hc.streams == nil {
-			hc.streams = map[uint32]h2ids{}
+			hc.streams = map[uint32]spanIDs{}
 		}
 		hc.streams[x.StreamID] = ids
 		hc.links.publish(x.StreamID, ids)

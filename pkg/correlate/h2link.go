@@ -32,7 +32,7 @@ const linkEndedKept = 64
 // h2linkTable is one client connection's streams, by stream id.
 type h2linkTable struct {
 	key   h2linkKey
-	ids   map[uint32]h2ids
+	ids   map[uint32]spanIDs
 	ended []uint32 // oldest first, at most linkEndedKept
 }
 
@@ -61,7 +61,7 @@ func (c *Correlator) linkClient(cn *conn) {
 	if !ok {
 		return
 	}
-	t := &h2linkTable{key: k, ids: map[uint32]h2ids{}}
+	t := &h2linkTable{key: k, ids: map[uint32]spanIDs{}}
 	if c.h2links == nil {
 		c.h2links = map[h2linkKey]*h2linkTable{}
 	}
@@ -78,7 +78,7 @@ func (c *Correlator) unlinkClient(hc *h2conn) {
 	hc.links = nil
 }
 
-func (t *h2linkTable) publish(stream uint32, ids h2ids) {
+func (t *h2linkTable) publish(stream uint32, ids spanIDs) {
 	if t != nil {
 		t.ids[stream] = ids
 	}
