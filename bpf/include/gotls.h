@@ -5,7 +5,8 @@
  * each RET (n in RAX), since Go moves stacks and uretprobes cannot be
  * used (gohooks.h). A call is keyed by its goroutine (R14's g): the
  * goroutine may resume on another thread between the call and its socket
- * calls (tls.h). The cookie says which function and whether a RET.
+ * calls (tls.h). The cookie says which function, whether a RET, and
+ * whether the entry probe sits on the stack check's jump.
  * Included by common.h after emit_data. */
 #ifndef WEFT_GOTLS_H
 #define WEFT_GOTLS_H
@@ -19,6 +20,9 @@ enum go_tls_fn {
 	GO_TLS_HANDSHAKE = 2,
 };
 #define GO_TLS_RET 0x100 /* cookie bit: a RET of the function */
+#define GO_TLS_AT_CHECK 0x200 /* cookie bit: the probe is the stack check's JBE */
+#define X86_FLAGS_CF 0x0001
+#define X86_FLAGS_ZF 0x0040
 
 static __always_inline int go_tls(struct pt_regs *ctx)
 {
@@ -41,6 +45,13 @@ static __always_inline int go_tls(struct pt_regs *ctx)
 			tls_report(ctx, pid_tgid, &c, n);
 		return 0;
 	}
+	/* A call whose stack must grow first jumps from the stack check to
+	 * runtime.morestack and starts over, passing the probe again: only
+	 * the pass that goes on into the body counts (JBE jumps on CF or
+	 * ZF). A Write reported twice would be parsed twice. */
+	if ((cookie & GO_TLS_AT_CHECK) && (ctx->flags & (X86_FLAGS_CF | X86_FLAGS_ZF)))
+		return 0;
+	cookie &= ~GO_TLS_AT_CHECK;
 	struct tls_call c = {.conn = ctx->ax, .buf = ctx->bx};
 	switch (cookie) {
 	case GO_TLS_WRITE:

@@ -321,7 +321,8 @@ func callsTo(code []byte, base, target uint64) []uint64 {
 	return out
 }
 
-// probePoint is the offset of the stack check's conditional jump when the
+// probePoint is the offset of the stack check's conditional jump (JBE, to
+// runtime.morestack, after which the call starts over) when the
 // instructions before it (CMP, or LEA into R12/R13) leave every argument
 // register and R14 as they were at entry; else 0, the entry.
 func probePoint(code []byte) uint64 {
@@ -332,8 +333,7 @@ func probePoint(code []byte) uint64 {
 		switch {
 		case n > 3:
 			return false
-		case inst.Op >= x86asm.JA && inst.Op <= x86asm.JS && inst.Op != x86asm.JMP && inst.Op != x86asm.JCXZ &&
-			inst.Op != x86asm.JECXZ && inst.Op != x86asm.JRCXZ:
+		case inst.Op == x86asm.JBE:
 			if _, ok := inst.Args[0].(x86asm.Rel); ok && off > 0 {
 				point = uint64(off)
 			}

@@ -9,13 +9,15 @@ import (
 	"github.com/weftdev/weft/pkg/goexec"
 )
 
-// The cookies of bpf/include/gotls.h's probes: which function, and
-// whether at a RET.
+// The cookies of bpf/include/gotls.h's probes: which function, whether
+// at a RET, and whether the entry probe is the stack check's jump (a call
+// that grows its stack passes it twice).
 const (
 	goTLSWrite     = 0
 	goTLSRead      = 1
 	goTLSHandshake = 2
 	goTLSRet       = 0x100
+	goTLSAtCheck   = 0x200
 )
 
 // attachGoTLS puts the crypto/tls probes on Go process pid (its own
@@ -39,7 +41,11 @@ func attachGoTLS(progs *tlsPrograms, pid int, bin *goexec.Binary, h *tlsHooks) (
 			continue // a handshake the program does not link
 		}
 		addrs = append(addrs, f.Probe)
-		cookies = append(cookies, cookie)
+		if f.Probe != f.Entry {
+			cookies = append(cookies, cookie|goTLSAtCheck)
+		} else {
+			cookies = append(cookies, cookie)
+		}
 		for _, r := range f.Returns {
 			addrs = append(addrs, r)
 			cookies = append(cookies, cookie|goTLSRet)

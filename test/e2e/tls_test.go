@@ -385,3 +385,41 @@ func TestTLSPythonAsync(t *testing.T) {
 		})
 	}
 }
+
+// crypto/tls's Write is probed at its stack check's jump: a Write that
+// must grow its stack passes there twice (runtime.morestack starts the
+// call over), and only the pass into the body reports its plaintext. 400
+// requests on one connection, each written from a new goroutine at
+// another stack depth, so that some Writes grow their stack at entry:
+// each request gives exactly one client span and one server span, with
+// its own path, and nothing fails to parse.
+func TestTLSGoStackGrowth(t *testing.T) {
+	setup(t)
+	rcv := otlptest.Start(t)
+	srv, addr := startListener(t, exec.Command(bins.h2app, "-mode=https-server"))
+	const n = 400
+	cli := startGoClient(t, "-mode=tls-deep-client", "-addr="+addr, "-n="+strconv.Itoa(n))
+	w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", srv.Pid(), cli.pid))
+	cli.run(t)
+	got := waitSpans(t, rcv, 2*n, 60*time.Second, func(s span) bool { return s.service == "h2app" })
+	seen := map[tracepb.Span_SpanKind]map[int]bool{tracepb.Span_SPAN_KIND_SERVER: {}, tracepb.Span_SPAN_KIND_CLIENT: {}}
+	for _, s := range got {
+		i, err := strconv.Atoi(strings.TrimPrefix(fmt.Sprint(s.attrs["url.path"]), "/work/"))
+		if err != nil || i < 0 || i >= n || seen[s.kind] == nil || seen[s.kind][i] {
+			t.Errorf("unexpected or repeated span %s", s)
+			continue
+		}
+		seen[s.kind][i] = true
+		if attrInt(s, "http.response.status_code") != 200 || attrInt(s, "http.response.body.size") != 3 {
+			t.Errorf("request %d: %s", i, s)
+		}
+	}
+	m, err := w.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2*n || len(seen[tracepb.Span_SPAN_KIND_CLIENT]) != n || m["parse_errors"] != 0 || m["requests_unanswered"] != 0 {
+		t.Errorf("%d spans (want %d), %d requests with a client span; parse errors %d, unanswered %d",
+			len(got), 2*n, len(seen[tracepb.Span_SPAN_KIND_CLIENT]), m["parse_errors"], m["requests_unanswered"])
+	}
+}

@@ -2,7 +2,8 @@
 // tests: a prior-knowledge h2c server and client (Go's net/http), an
 // HTTPS server and client (crypto/tls; HTTP/1.1 or HTTP/2 by ALPN), a
 // gRPC server and client (grpc-go) of a small service declared by hand,
-// and a front service whose requests call a backend over HTTP/2.
+// a front service whose requests call a backend over HTTP/2, and an HTTPS
+// client whose writes begin at every stack depth.
 //
 // Servers print their address on the first line. Clients wait for a line
 // on stdin before they connect, so that a test can start weft on their
@@ -42,7 +43,7 @@ import (
 )
 
 func main() {
-	mode := flag.String("mode", "", "h2c-server, h2c-upgrade-server, h2c-client, https-server, https-client, grpc-server, grpc-client, grpc-load or h2-front")
+	mode := flag.String("mode", "", "h2c-server, h2c-upgrade-server, h2c-client, https-server, https-client, grpc-server, grpc-client, grpc-load, h2-front or tls-deep-client")
 	addr := flag.String("addr", "", "server address (clients; h2-front: its backend)")
 	n := flag.Int("n", 100, "requests (clients)")
 	h1 := flag.Bool("http1", false, "https-client: HTTP/1.1 only (else HTTP/2)")
@@ -72,6 +73,9 @@ func main() {
 		err = grpcLoad(*addr)
 	case "h2-front":
 		err = h2Front(*addr, *useTLS)
+	case "tls-deep-client":
+		waitGo()
+		err = tlsDeepClient(*addr, *n)
 	default:
 		err = fmt.Errorf("unknown -mode %q", *mode)
 	}
@@ -512,4 +516,48 @@ func h2Front(backend string, useTLS bool) error {
 	}
 	fmt.Println(ln.Addr())
 	return http.Serve(ln, mux)
+}
+
+// tlsDeepClient sends n HTTP/1.1 requests, /work/0 to /work/n-1, one after
+// another on one TLS connection, each written by crypto/tls's Write from a
+// new goroutine that first recurses i levels deep: across the depths,
+// some Write must grow its stack at its entry (runtime.morestack), after
+// which the call starts over.
+func tlsDeepClient(addr string, n int) error {
+	conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	for i := range n {
+		req := []byte(fmt.Sprintf("GET /work/%d HTTP/1.1\r\nHost: %s\r\n\r\n", i, addr))
+		done := make(chan error)
+		go func() { done <- deepWrite(i, conn, req) }()
+		if err := <-done; err != nil {
+			return err
+		}
+		resp, err := http.ReadResponse(r, nil)
+		if err != nil {
+			return fmt.Errorf("request %d: %w", i, err)
+		}
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || string(got) != "ok\n" {
+			return fmt.Errorf("request %d: %s, %d body bytes, %v", i, resp.Status, len(got), err)
+		}
+	}
+	fmt.Println("ok")
+	return nil
+}
+
+// deepWrite recurses depth levels, then writes b to c.
+//
+//go:noinline
+func deepWrite(depth int, c *tls.Conn, b []byte) error {
+	if depth > 0 {
+		return deepWrite(depth-1, c, b)
+	}
+	_, err := c.Write(b)
+	return err
 }
