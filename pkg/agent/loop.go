@@ -45,6 +45,7 @@ type loop struct {
 const drainEvery = 200 * time.Millisecond
 
 func (l *loop) run(ctx context.Context, rescan bool) error {
+	defer l.corr.Flush() // finished spans still waiting go out with the exporter's last batch
 	var ev event.Event
 	next := time.Now().Add(tick)
 	lastRescan := time.Now()

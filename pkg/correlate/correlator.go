@@ -232,9 +232,12 @@ type Correlator struct {
 	// h2links: HTTP/2 client connections' streams, for the server's end
 	// on this host (h2link.go).
 	h2links map[h2linkKey]*h2linkTable
-	ids     *idSource
-	stats   Stats
-	log     *slog.Logger
+	// h2awaiting: finished server streams waiting for their client's
+	// event (h2link.go).
+	h2awaiting map[h2streamKey]*exchange
+	ids        *idSource
+	stats      Stats
+	log        *slog.Logger
 	// dropping is set while weft itself removes a connection, so that the
 	// LRU's eviction callback only acts on evictions by capacity.
 	dropping bool
@@ -734,6 +737,7 @@ func (c *Correlator) exit(pid uint32, ts uint64) {
 // Expire ends requests older than RequestTimeout and forgets idle
 // connections. now is in the kernel's monotonic clock.
 func (c *Correlator) Expire(now uint64) {
+	c.expireLinks(now)
 	timeout := uint64(c.opts.RequestTimeout.Nanoseconds())
 	idle := uint64(c.opts.IdleTimeout.Nanoseconds())
 	for _, id := range c.conns.Keys() {
@@ -764,6 +768,10 @@ func (c *Correlator) drop(id uint64) {
 	c.conns.Remove(id)
 	c.dropping = false
 }
+
+// Flush ends what waits for events that will not come now: the server
+// spans waiting for their client's (h2link.go). Called at shutdown.
+func (c *Correlator) Flush() { c.expireLinks(0) }
 
 // Pending is the number of requests awaiting an answer.
 func (c *Correlator) Pending() int {

@@ -138,7 +138,10 @@ func (c *Correlator) openStreams(hc *h2conn, ev *event.Event) {
 			hc.streams = map[uint32]spanIDs{}
 		}
 		hc.streams[x.StreamID] = ids
-		hc.links.publish(x.StreamID, ids)
+		if hc.links != nil {
+			hc.links.ids[x.StreamID] = ids
+			c.resolveLink(hc.links, x.StreamID)
+		}
 	}
 	if claimed {
 		// Its goroutine's HEADERS went out in pieces, say: the stream
@@ -191,17 +194,22 @@ func (c *Correlator) h2span(cn *conn, x *h2.Exchange) {
 		},
 	}
 	ids, opened := cn.h2.streams[x.StreamID]
+	var await *h2linkKey
 	switch {
 	case kind == spans.KindClient && opened:
 		delete(cn.h2.streams, x.StreamID)
 		cn.h2.links.end(x.StreamID)
 		ex.span.TraceID, ex.span.SpanID, ex.span.ParentID, ex.span.TraceFlags = ids.trace, ids.span, ids.parent, ids.flags
-	case kind == spans.KindServer && c.serverParent(cn, x, &ex.span):
+	case kind == spans.KindServer:
 		ex.span.SpanID = c.ids.spanID()
+		if linked, k, linkable := c.serverParent(cn, x, &ex.span); !linked && linkable {
+			await = &k
+		} else if !linked {
+			c.newTrace(&ex.span)
+		}
 	default:
 		ex.span.SpanID = c.ids.spanID()
-		ex.span.TraceID = c.ids.traceID()
-		ex.span.TraceFlags = c.opts.Sampler.Flags(ex.span.TraceID)
+		c.newTrace(&ex.span)
 	}
 	if x.IsGRPC() {
 		ex.span.RPCSystem = "grpc"
@@ -212,7 +220,17 @@ func (c *Correlator) h2span(cn *conn, x *h2.Exchange) {
 		ex.span.ErrorType = "stream_reset"
 	}
 	ex.endAt(x.End)
+	if await != nil {
+		c.awaitLink(*await, x.StreamID, ex)
+		return
+	}
 	c.done(ex)
+}
+
+// newTrace makes s the root of a trace of its own.
+func (c *Correlator) newTrace(s *spans.Span) {
+	s.TraceID = c.ids.traceID()
+	s.TraceFlags = c.opts.Sampler.Flags(s.TraceID)
 }
 
 // opensPreface reports whether a copy starts with the client preface, or

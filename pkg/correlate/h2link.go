@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"net/netip"
+	"time"
 
 	"github.com/weftdev/weft/pkg/httpparse"
 	"github.com/weftdev/weft/pkg/httpparse/h2"
@@ -78,12 +79,6 @@ func (c *Correlator) unlinkClient(hc *h2conn) {
 	hc.links = nil
 }
 
-func (t *h2linkTable) publish(stream uint32, ids spanIDs) {
-	if t != nil {
-		t.ids[stream] = ids
-	}
-}
-
 // end keeps the client span of stream a while for its server's end.
 func (t *h2linkTable) end(stream uint32) {
 	if t == nil {
@@ -97,27 +92,85 @@ func (t *h2linkTable) end(stream uint32) {
 }
 
 // serverParent puts a server stream's span under the traceparent it
-// carried, else under the client span of its other end on this host;
-// false for neither.
-func (c *Correlator) serverParent(cn *conn, x *h2.Exchange, s *spans.Span) bool {
+// carried, else under the client span of its other end on this host.
+// linked says whether it did; when it did not, linkable says whether the
+// connection can be linked (k, its key): the client's event may come yet.
+func (c *Correlator) serverParent(cn *conn, x *h2.Exchange, s *spans.Span) (linked bool, k h2linkKey, linkable bool) {
 	if trace, parent, flags, ok := httpparse.ParseTraceParent(x.Traceparent); ok {
 		s.TraceID, s.ParentID, s.TraceFlags, s.ParentRemote = trace, parent, flags, true
-		return true
+		return true, k, false
 	}
-	k, ok := c.linkKey(cn, cn.remote, cn.local)
-	if !ok {
-		return false
+	k, linkable = c.linkKey(cn, cn.remote, cn.local)
+	if !linkable {
+		return false, k, false
 	}
-	t := c.h2links[k]
-	if t == nil {
-		return false
+	if t := c.h2links[k]; t != nil && t.take(x.StreamID, s) {
+		c.stats.H2Linked.Add(1)
+		return true, k, true
 	}
-	ids, ok := t.ids[x.StreamID]
-	if !ok {
-		return false
+	return false, k, true
+}
+
+// take gives s the client span of stream as its parent, once.
+func (t *h2linkTable) take(stream uint32, s *spans.Span) bool {
+	ids, ok := t.ids[stream]
+	if ok {
+		delete(t.ids, stream)
+		s.TraceID, s.ParentID, s.TraceFlags, s.ParentRemote = ids.trace, ids.span, ids.flags, true
 	}
-	delete(t.ids, x.StreamID)
-	s.TraceID, s.ParentID, s.TraceFlags, s.ParentRemote = ids.trace, ids.span, ids.flags, true
+	return ok
+}
+
+// A server stream can end before the event of the client's write that
+// opened it is read: the client's socket tracepoint fires after the bytes
+// reached the server, which may answer meanwhile. Such a span waits, at
+// most linkWait after its end and maxAwaiting at once, for that event.
+const (
+	linkWait    = 500 * time.Millisecond
+	maxAwaiting = 4096
+)
+
+// h2streamKey names one stream of one connection on this host.
+type h2streamKey struct {
+	conn   h2linkKey
+	stream uint32
+}
+
+// awaitLink holds ex, a finished server stream of connection k with no
+// parent yet, for the client's event.
+func (c *Correlator) awaitLink(k h2linkKey, stream uint32, ex *exchange) {
+	if len(c.h2awaiting) >= maxAwaiting {
+		c.newTrace(&ex.span)
+		c.done(ex)
+		return
+	}
+	if c.h2awaiting == nil {
+		c.h2awaiting = map[h2streamKey]*exchange{}
+	}
+	c.h2awaiting[h2streamKey{k, stream}] = ex
+}
+
+// resolveLink ends the server span that waited for stream of t's
+// connection, now that the client span is known.
+func (c *Correlator) resolveLink(t *h2linkTable, stream uint32) {
+	sk := h2streamKey{t.key, stream}
+	ex, ok := c.h2awaiting[sk]
+	if !ok || !t.take(stream, &ex.span) {
+		return
+	}
+	delete(c.h2awaiting, sk)
 	c.stats.H2Linked.Add(1)
-	return true
+	c.done(ex)
+}
+
+// expireLinks ends the server spans that waited longer than linkWait
+// (all of them when now is 0) in traces of their own.
+func (c *Correlator) expireLinks(now uint64) {
+	for sk, ex := range c.h2awaiting {
+		if now == 0 || now > ex.lastTS+uint64(linkWait.Nanoseconds()) {
+			delete(c.h2awaiting, sk)
+			c.newTrace(&ex.span)
+			c.done(ex)
+		}
+	}
 }

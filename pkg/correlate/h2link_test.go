@@ -17,9 +17,10 @@ func (r *rec) h2end(conn uint64, pid uint32, local, remote netip.AddrPort, dir e
 
 // Both ends of HTTP/2 connections on this host: a server stream is the
 // child of the client span of the same connection and stream, whether the
-// server's or the client's end finishes first; a stream of another
-// connection, or of a loopback connection in another network namespace,
-// starts its own trace.
+// server's or the client's end finishes first, and when the server's
+// answer is read before the client's request (it waits); a stream of
+// another connection, or of a loopback connection in another network
+// namespace, starts its own trace once its wait is over.
 func TestH2SameHostLink(t *testing.T) {
 	ns := map[uint32]uint64{1: 4026531840, 2: 4026531840, 3: 4026532000}
 	r := newRec(t, Options{NetNS: func(pid uint32) (uint64, bool) { v, ok := ns[pid]; return v, ok }})
@@ -48,8 +49,22 @@ func TestH2SameHostLink(t *testing.T) {
 	nreq, nresp := newH2Copy(true), newH2Copy(false)
 	r.h2end(4, 3, srv, cli, event.Ingress, 11*ms, get(nreq, 5, "/other-netns"))
 	r.h2end(4, 3, srv, cli, event.Egress, 12*ms, ok(nresp, 5))
+	// The server answers stream 5 before the client's event of the write
+	// that opened it is read: its span waits for it.
+	r.h2end(2, 2, srv, cli, event.Ingress, 13*ms, get(sreq, 5, "/late"))
+	r.h2end(2, 2, srv, cli, event.Egress, 14*ms, ok(sresp, 5))
+	r.h2end(1, 1, cli, srv, event.Egress, 12*ms, get(creq, 5, "/late"))
+	r.h2end(1, 1, cli, srv, event.Ingress, 15*ms, ok(cresp, 5))
 	if len(r.spans) != 6 {
-		t.Fatalf("%d spans, want 6", len(r.spans))
+		t.Fatalf("%d spans before the unlinked ones' wait ended, want 6", len(r.spans))
+	}
+	r.c.Expire(11*ms + uint64(linkWait.Nanoseconds()))
+	if len(r.spans) != 7 {
+		t.Fatalf("%d spans when only one wait had ended, want 7", len(r.spans))
+	}
+	r.c.Expire(13*ms + uint64(linkWait.Nanoseconds()))
+	if len(r.spans) != 8 {
+		t.Fatalf("%d spans, want 8", len(r.spans))
 	}
 	clients, servers := map[string]spans.Span{}, map[string]spans.Span{}
 	for _, s := range r.spans {
@@ -59,7 +74,7 @@ func TestH2SameHostLink(t *testing.T) {
 			servers[s.Path] = s
 		}
 	}
-	for _, p := range []string{"/first", "/second"} {
+	for _, p := range []string{"/first", "/second", "/late"} {
 		c, s := clients[p], servers[p]
 		if c.ParentID.IsValid() || s.TraceID != c.TraceID || s.ParentID != c.SpanID || !s.ParentRemote || s.SpanID == c.SpanID {
 			t.Errorf("%s: client %s/%s, server %s under %s: want the server under the client", p, c.TraceID, c.SpanID, s.TraceID, s.ParentID)
@@ -70,10 +85,10 @@ func TestH2SameHostLink(t *testing.T) {
 			t.Errorf("%s: server span under %s, want a trace of its own", p, s.ParentID)
 		}
 	}
-	if got := r.c.Stats().H2Linked.Load(); got != 2 {
-		t.Errorf("linked %d, want 2", got)
+	if got := r.c.Stats().H2Linked.Load(); got != 3 {
+		t.Errorf("linked %d, want 3", got)
 	}
-	r.c.Handle(&event.Event{Kind: event.KindClose, ConnID: 1, PID: 1, Time: 13 * ms})
+	r.c.Handle(&event.Event{Kind: event.KindClose, ConnID: 1, PID: 1, Time: 16 * ms})
 	if len(r.c.h2links) != 0 {
 		t.Errorf("%d link tables after the client connection closed", len(r.c.h2links))
 	}
