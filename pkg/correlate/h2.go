@@ -24,6 +24,10 @@ type h2conn struct {
 	// streams are the ids of the client spans of open streams, decided
 	// when the write that opened each was seen (openStreams).
 	streams map[uint32]spanIDs
+	// link names the connection for linking its ends on this host (as
+	// its client sees it; h2link.go), decided once: linkable when it can.
+	link     h2linkKey
+	linkable bool
 	// links is the table through which a client connection's streams
 	// parent the server spans of the same connection's other end, when
 	// weft traces both (h2link.go); nil when it cannot be keyed.
@@ -52,7 +56,10 @@ func (c *Correlator) startH2(cn *conn, ev *event.Event) {
 		cn.h2.c.Adopt(1, ex.startTS)
 	}
 	if requests == event.Egress {
-		c.linkClient(cn)
+		cn.h2.link, cn.h2.linkable = c.linkKey(cn, cn.local, cn.remote)
+		c.linkClient(cn.h2)
+	} else {
+		cn.h2.link, cn.h2.linkable = c.linkKey(cn, cn.remote, cn.local)
 	}
 	c.stats.H2Conns.Add(1)
 }

@@ -37,7 +37,8 @@ type h2linkTable struct {
 	ended []uint32 // oldest first, at most linkEndedKept
 }
 
-// linkKey is the key of cn's connection, false when it has none.
+// linkKey is the key of cn's connection, false when it has none: once per
+// HTTP/2 connection (startH2), since a loopback key asks for the namespace.
 func (c *Correlator) linkKey(cn *conn, client, server netip.AddrPort) (h2linkKey, bool) {
 	k := h2linkKey{client: client, server: server}
 	if !client.IsValid() || !server.IsValid() {
@@ -56,18 +57,17 @@ func (c *Correlator) linkKey(cn *conn, client, server netip.AddrPort) (h2linkKey
 	return k, true
 }
 
-// linkClient opens the link table of cn, an HTTP/2 client connection.
-func (c *Correlator) linkClient(cn *conn) {
-	k, ok := c.linkKey(cn, cn.local, cn.remote)
-	if !ok {
+// linkClient opens the link table of hc, an HTTP/2 client connection.
+func (c *Correlator) linkClient(hc *h2conn) {
+	if !hc.linkable {
 		return
 	}
-	t := &h2linkTable{key: k, ids: map[uint32]spanIDs{}}
+	t := &h2linkTable{key: hc.link, ids: map[uint32]spanIDs{}}
 	if c.h2links == nil {
 		c.h2links = map[h2linkKey]*h2linkTable{}
 	}
-	c.h2links[k] = t
-	cn.h2.links = t
+	c.h2links[hc.link] = t
+	hc.links = t
 }
 
 // unlinkClient drops hc's table: its connection closed or is no longer
@@ -100,7 +100,7 @@ func (c *Correlator) serverParent(cn *conn, x *h2.Exchange, s *spans.Span) (link
 		s.TraceID, s.ParentID, s.TraceFlags, s.ParentRemote = trace, parent, flags, true
 		return true, k, false
 	}
-	k, linkable = c.linkKey(cn, cn.remote, cn.local)
+	k, linkable = cn.h2.link, cn.h2.linkable
 	if !linkable {
 		return false, k, false
 	}
