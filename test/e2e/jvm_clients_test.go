@@ -56,16 +56,6 @@ var springClients = []string{"okhttp-execute", "jdk-send", "urlconnection", "apa
 func checkClientParents(t *testing.T, w *weft, rcv *otlptest.Receiver, front jvm, backend, scheme string,
 	routes []frontPath) {
 	t.Helper()
-	checkClientParentsSplitting(t, w, rcv, front, backend, scheme, routes, nil)
-}
-
-// checkClientParentsSplitting is checkClientParents where a route may
-// split some calls for a known reason: mayStart, given the route and the
-// self-metrics' growth over its load, says how many client spans may start
-// their own trace (each counted, none under another request).
-func checkClientParentsSplitting(t *testing.T, w *weft, rcv *otlptest.Receiver, front jvm, backend, scheme string,
-	routes []frontPath, mayStart func(path string, grew func(metric string) uint64) int) {
-	t.Helper()
 	const n, conc = 200, 32
 	for _, ep := range routes {
 		rcv.Reset()
@@ -81,15 +71,11 @@ func checkClientParentsSplitting(t *testing.T, w *weft, rcv *otlptest.Receiver, 
 		r := checkParents(spans, "front", backend)
 		m, _ := w.Metrics()
 		roots := m["spans_client_root"] - before["spans_client_root"]
-		allowed := 0
-		if mayStart != nil {
-			allowed = mayStart(ep.path, func(metric string) uint64 { return m[metric] - before[metric] })
-		}
-		t.Logf("%s: %s (%d allowed); client spans that started a trace %d; refused: ambiguous %d, unknown %d, ended %d",
-			ep.path, r, allowed, roots, m["parent_refused_ambiguous"], m["parent_refused_unknown_runtime"], m["parent_refused_ended"])
-		if r.wrong != 0 || r.right+r.split != n*ep.calls || r.split > allowed {
-			t.Errorf("%s: right %d, wrong %d, split %d (%d allowed) of %d calls; spans by service and kind: %v",
-				ep.path, r.right, r.wrong, r.split, allowed, n*ep.calls, countByKind(spans))
+		t.Logf("%s: %s; client spans that started a trace %d; refused: ambiguous %d, unknown %d, ended %d",
+			ep.path, r, roots, m["parent_refused_ambiguous"], m["parent_refused_unknown_runtime"], m["parent_refused_ended"])
+		if r.wrong != 0 || r.split != 0 || r.right != n*ep.calls {
+			t.Errorf("%s: right %d, wrong %d, split %d of %d calls; spans by service and kind: %v",
+				ep.path, r.right, r.wrong, r.split, n*ep.calls, countByKind(spans))
 		}
 		// Every split is counted, and nothing else is.
 		if roots != uint64(r.splitClients) {

@@ -17,8 +17,9 @@ import (
 // every client it has: OkHttp, HttpsURLConnection and Apache's classic
 // client on SSLSocket; the JDK's HttpClient, Apache's async client and
 // WebClient (Netty) on SSLEngine. Every call is a client span under its
-// own request, but for the first request of each connection the JDK's
-// HttpClient opens under the load, which starts its own trace.
+// own request, the first request of each connection the JDK's HttpClient
+// opens under the load included (its bytes wait for the handshake and are
+// wrapped by the thread that ends it).
 func TestTLSJVM(t *testing.T) {
 	setup(t)
 	buildJava(t)
@@ -59,19 +60,7 @@ func TestTLSJVM(t *testing.T) {
 				numberedLoad(t, front.url+r.path, 40, 8)
 			}
 			quiesce(rcv, 20*time.Second)
-			// The JDK's HttpClient on a connection opened under the load:
-			// the worker that ends the handshake wraps the first request,
-			// working for no request (docs/architecture.md). Its routes
-			// (the fan-out calls it too) may split one call per engine
-			// tied during the load, no more.
-			checkClientParentsSplitting(t, w, rcv, front, "websrv", "https", routes,
-				func(path string, grew func(string) uint64) int {
-					switch path {
-					case "/jdk-send/", "/jdk-sendasync/", "/fan/":
-						return int(grew("tls_bio_sockets_learned"))
-					}
-					return 0
-				})
+			checkClientParents(t, w, rcv, front, "websrv", "https", routes)
 			checkModulesApplied(t, front, "jdk-tls")
 			checkTLSTies(t, w, "engines")
 		})

@@ -41,6 +41,20 @@ public final class CarryAdvice {
     }
   }
 
+  /**
+   * An object that holds bytes for whichever request gave it some last (the
+   * JDK's SSL writer of a connection, argument 1 false: not its end): it
+   * works for the request mounted now, or for none.
+   */
+  public static final class TakeMounted {
+    @Advice.OnMethodEnter(suppress = Throwable.class)
+    static void enter(@Advice.This Object holder, @Advice.Argument(1) boolean complete) {
+      if (!complete) {
+        Carried.takeMounted(holder);
+      }
+    }
+  }
+
   /** Constructor whose second argument is the object it works for (Exchange(request, MultiExchange, ..)). */
   public static final class InheritArgument1 {
     @Advice.OnMethodExit(suppress = Throwable.class)

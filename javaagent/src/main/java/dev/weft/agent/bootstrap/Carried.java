@@ -39,6 +39,14 @@ public final class Carried {
   }
 
   /**
+   * holder now holds bytes of the request mounted now, or of none: like
+   * follow, it must not keep the id of a request it held bytes for before.
+   */
+  public static void takeMounted(Object holder) {
+    IDS.put(holder, Context.current());
+  }
+
+  /**
    * Mounts request's id for the code that writes it, or nothing (0) when it
    * has none: no request is better than the running thread's, which may be
    * another request's. Returns what to restore.

@@ -218,7 +218,16 @@ final class Hooks {
         .hook(new Hook(http + "Http1Exchange", isConstructor().and(takesArgument(0, named(http + "Exchange"))),
             CarryAdvice.InheritWithPublisher.class, "<init>(Exchange, HttpConnection) (and its writePublisher)"))
         .hook(new Hook(http + "Http1Exchange$Http1Publisher$WriteTask", named("run").and(takesArguments(0)),
-            CarryAdvice.MountOuter.class, "run() (writes the request)")));
+            CarryAdvice.MountOuter.class, "run() (writes the request)"))
+        // Over TLS the request's bytes wait in the connection's SSL writer
+        // until its handshake ends, and are wrapped by whichever thread ends
+        // it: the writer works for the request whose bytes it took last.
+        .hook(new Hook(http + "common.SSLFlowDelegate$Writer", named("incoming").and(takesArguments(2)),
+            CarryAdvice.TakeMounted.class, "incoming(buffers, complete) (takes a request's bytes)"))
+        // (Around each wrap, not the writer's run: a run's socket write may
+        // hand it the next request's bytes, which that same run wraps.)
+        .hook(new Hook(http + "common.SSLFlowDelegate$Writer", named("wrapBuffers").and(takesArguments(1)),
+            CarryAdvice.Mount.class, "wrapBuffers(srcs) (wraps them)")));
 
     // The JDK's TLS, for weft to see HTTPS in clear (TlsAdvice): SSLSocket's
     // application streams (OkHttp, HttpsURLConnection, Apache's classic
