@@ -170,4 +170,66 @@ int weft_go_h2_headers(struct pt_regs *ctx)
 	return 0;
 }
 
+/* grpc-go's (*http2Client).NewStream, at its call of
+ * controlBuffer.executeAndPut(f, it cbItem): the header item (its data
+ * word, in RDI) goes to the loopy writer for the caller's request
+ * (h2claim.h). A goroutine whose request is unknown or over leaves none. */
+SEC("uprobe/go_grpc_put")
+int weft_go_grpc_put(struct pt_regs *ctx)
+{
+	__u32 tgid;
+	struct go_id id;
+	if (!go_probed_goroutine(ctx, &tgid, &id))
+		return 0;
+	struct grpc_item_key k = {.tgid = tgid, .item = ctx->di};
+	struct span_ctx parent;
+	if (go_parent(tgid, &id, &parent))
+		bpf_map_update_elem(&grpc_items, &k, &parent, BPF_ANY);
+	else
+		bpf_map_delete_elem(&grpc_items, &k);
+	return 0;
+}
+
+/* grpc-go's (*loopyWriter).clientHeaderHandler(hdr *clientHeaders), on
+ * the loopy goroutine, before it writes the stream's HEADERS: the claim
+ * goes to user space ahead of the write (h2claim.h). Probed at the stack
+ * check, which a stack growth passes twice: the first pass takes the
+ * item, the second finds none. */
+SEC("uprobe/go_grpc_headers")
+int weft_go_grpc_headers(struct pt_regs *ctx)
+{
+	__u32 tgid;
+	struct go_id id;
+	if (!go_probed_goroutine(ctx, &tgid, &id))
+		return 0;
+	struct grpc_item_key k = {.tgid = tgid, .item = ctx->bx};
+	struct span_ctx *p = bpf_map_lookup_elem(&grpc_items, &k);
+	if (!p)
+		return 0;
+	__u32 stream = 0;
+	if (bpf_probe_read_user(&stream, sizeof(stream), (void *)k.item) == 0 && stream) {
+		struct event_header *h = bpf_ringbuf_reserve(&events, sizeof(*h), 0);
+		if (h) {
+			__builtin_memset(h, 0, sizeof(*h));
+			h->ts_ns = bpf_ktime_get_ns();
+			h->pid = tgid;
+			h->tid = (__u32)bpf_get_current_pid_tgid();
+			h->key = h->tid;
+			h->kind = WEFT_EV_H2_CLAIM;
+			h->ctx_kind = WEFT_CTX_H2_STREAM;
+			h->h2_stream = stream;
+			h->goid = id.goid;
+			h->trace_flags = p->trace_flags;
+			__builtin_memcpy(h->trace_id, p->trace_id, sizeof(h->trace_id));
+			__builtin_memcpy(h->parent_id, p->span_id, sizeof(h->parent_id));
+			bpf_ringbuf_submit(h, wakeup_flags());
+			count(WEFT_STAT_EVENTS);
+		} else {
+			count(WEFT_STAT_LOST_RINGBUF);
+		}
+	}
+	bpf_map_delete_elem(&grpc_items, &k);
+	return 0;
+}
+
 #endif

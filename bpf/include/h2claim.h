@@ -6,9 +6,18 @@
  * (weft_go_h2_headers) leaves the stream's id and parent under the
  * goroutine; that goroutine's next write on an HTTP/2 connection carries
  * them to user space, which gives them to the stream only if that write
- * opened it. Writers that write other requests' streams (grpc-go's loopy
- * writer) leave no claim: their streams start their own traces.
- * Included by common.h before emit_data. */
+ * opened it.
+ *
+ * grpc-go writes every stream's HEADERS on the connection's loopy-writer
+ * goroutine, several in one write. Its caller hands each stream's header
+ * item to the loopy through controlBuffer.executeAndPut: a uprobe on that
+ * call in NewStream (weft_go_grpc_put) leaves the caller's request under
+ * the item's address, and one where the loopy takes the item
+ * (weft_go_grpc_headers, clientHeaderHandler) sends user space a claim
+ * event naming the loopy goroutine, the stream (the item's first field)
+ * and the request. The loopy's writes on HTTP/2 connections carry its
+ * goroutine id, by which user space gives each stream the write opens its
+ * claim. Included by common.h before emit_data. */
 #ifndef WEFT_H2CLAIM_H
 #define WEFT_H2CLAIM_H
 
@@ -29,8 +38,26 @@ struct {
 	__type(value, struct h2_claim);
 } h2_claims SEC(".maps");
 
-/* A write of a Go process on an HTTP/2 connection: the claim of its
- * goroutine, if any, goes into the event (WEFT_CTX_H2_STREAM). The map
+struct grpc_item_key {
+	__u32 tgid;
+	__u32 _pad;
+	__u64 item; /* the address of grpc-go's header item (*clientHeaders) */
+};
+
+/* grpc-go header items put by a request's goroutine, not yet taken by
+ * the loopy writer -> that request. An item whose stream never opened
+ * leaves an entry that the next item at its address replaces (the put
+ * comes first) or the LRU drops. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct grpc_item_key);
+	__type(value, struct span_ctx);
+} grpc_items SEC(".maps");
+
+/* A write of a Go process on an HTTP/2 connection: its goroutine's id,
+ * and the claim of its goroutine, if any, go into the event
+ * (WEFT_CTX_H2_STREAM). The map
  * key is built in the event's pipelined-ids field, unused on HTTP/2, not
  * on the stack: the programs that inline emit_data have little left. */
 static __noinline void h2_stream_parent(struct event_header *h)
@@ -44,6 +71,7 @@ static __noinline void h2_stream_parent(struct event_header *h)
 	k->tgid = h->pid;
 	k->_pad = 0;
 	if (bpf_probe_read_user(&k->id, sizeof(k->id), (void *)(user_g() + pi->goid_off)) == 0) {
+		h->goid = k->id;
 		struct h2_claim *c = bpf_map_lookup_elem(&h2_claims, k);
 		if (c) {
 			h->ctx_kind = WEFT_CTX_H2_STREAM;

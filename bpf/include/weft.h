@@ -15,6 +15,8 @@ enum weft_event_kind {
 	WEFT_EV_EXIT = 4,  /* a traced process exited */
 	WEFT_EV_FIRST_FIN = 5, /* one side of a tracked connection closed it first (dir) */
 	WEFT_EV_AGENT = 6, /* a traced process began to speak the mount protocol (its agent loaded) */
+	WEFT_EV_H2_CLAIM = 7, /* goroutine goid will write stream h2_stream's HEADERS
+	                       * for the request parent_id of trace_id (h2claim.h) */
 };
 
 /* What the trace context fields of an event say. */
@@ -102,7 +104,10 @@ struct event_header {
 	__u8 more_span_ids[3][8];
 	__u8 n_more;
 	__u8 _pad2[3];
-	__u32 h2_stream; /* WEFT_CTX_H2_STREAM: the stream */
+	__u32 h2_stream; /* WEFT_CTX_H2_STREAM and WEFT_EV_H2_CLAIM: the stream */
+	/* The goroutine that wrote an HTTP/2 segment of a Go process, or that
+	 * a WEFT_EV_H2_CLAIM names; 0 otherwise. */
+	__u64 goid;
 };
 
 /* The active span of a correlation key, in the layout of the

@@ -92,7 +92,9 @@ type Stats struct {
 	H2Lost        atomic.Uint64 // HTTP/2 connections no longer followed (framing or HPACK state lost)
 	H2StreamsLost atomic.Uint64 // streams open on those: no span
 	// H2ClaimsUnmatched: writes that carried a client stream's parent but
-	// did not open that stream; the stream started a trace of its own.
+	// did not open that stream, and claims of a stream whose write never
+	// came (or found the claims table full): such a stream starts a trace
+	// of its own.
 	H2ClaimsUnmatched atomic.Uint64
 	// H2Linked: server streams parented by the client span of the same
 	// connection's other end on this host (h2link.go).
@@ -235,9 +237,12 @@ type Correlator struct {
 	// h2awaiting: finished server streams waiting for their client's
 	// event (h2link.go).
 	h2awaiting map[h2streamKey]*exchange
-	ids        *idSource
-	stats      Stats
-	log        *slog.Logger
+	// h2claims: the requests of client streams a Go goroutine will open
+	// for others (h2claims.go).
+	h2claims map[h2ClaimKey]h2Claim
+	ids      *idSource
+	stats    Stats
+	log      *slog.Logger
 	// dropping is set while weft itself removes a connection, so that the
 	// LRU's eviction callback only acts on evictions by capacity.
 	dropping bool
@@ -302,6 +307,8 @@ func (c *Correlator) Handle(ev *event.Event) {
 		}
 	case event.KindExit:
 		c.exit(ev.PID, ev.Time)
+	case event.KindH2Claim:
+		c.h2Claim(ev)
 	}
 }
 
@@ -738,6 +745,7 @@ func (c *Correlator) exit(pid uint32, ts uint64) {
 // connections. now is in the kernel's monotonic clock.
 func (c *Correlator) Expire(now uint64) {
 	c.expireLinks(now)
+	c.expireH2Claims(now)
 	timeout := uint64(c.opts.RequestTimeout.Nanoseconds())
 	idle := uint64(c.opts.IdleTimeout.Nanoseconds())
 	for _, id := range c.conns.Keys() {

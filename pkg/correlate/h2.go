@@ -122,9 +122,10 @@ func (c *Correlator) h2data(cn *conn, ev *event.Event) {
 
 // openStreams decides the client spans of the streams a write opened:
 // under the traceparent the application sent, else under the request
-// the kernel says the write was made for (CtxH2Stream), else in a trace
-// of their own. The ids are decided now, not when the stream ends, so
-// that the server's end of the connection can take them (h2link.go).
+// the kernel says the write was made for (CtxH2Stream, or a claim its
+// goroutine left for the stream: h2claims.go), else in a trace of their
+// own. The ids are decided now, not when the stream ends, so that the
+// server's end of the connection can take them (h2link.go).
 func (c *Correlator) openStreams(hc *h2conn, ev *event.Event) {
 	claimed := ev.Ctx == event.CtxH2Stream
 	for _, x := range hc.c.Opened() {
@@ -133,10 +134,13 @@ func (c *Correlator) openStreams(hc *h2conn, ev *event.Event) {
 		if mine {
 			claimed = false
 		}
+		left, isLeft := c.takeH2Claim(ev, x.StreamID)
 		if trace, parent, flags, ok := httpparse.ParseTraceParent(x.Traceparent); ok {
 			ids.trace, ids.parent, ids.flags = trace, parent, flags
 		} else if mine {
 			ids.trace, ids.parent, ids.flags = ev.TraceID, ev.ParentID, ev.TraceFlags
+		} else if isLeft {
+			ids.trace, ids.parent, ids.flags = left.trace, left.parent, left.flags
 		} else {
 			ids.trace = c.ids.traceID()
 			ids.flags = c.opts.Sampler.Flags(ids.trace)

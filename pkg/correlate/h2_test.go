@@ -294,3 +294,64 @@ func TestH2ClientStreamParents(t *testing.T) {
 		t.Errorf("unmatched claims %d, want 2", got)
 	}
 }
+
+// A goroutine that writes other requests' streams (grpc-go's loopy
+// writer) leaves a claim per stream ahead of its write: one write that
+// opens several streams gives each its own claim's parent, a stream of
+// another goroutine or process takes none, and a claim whose write never
+// came is counted once it expires.
+func TestH2ClaimsOfAWriterGoroutine(t *testing.T) {
+	r := newRec(t, Options{})
+	claim := func(pid uint32, goroutine uint64, stream uint32, ts uint64, trace [16]byte, parent [8]byte) {
+		r.c.Handle(&event.Event{Kind: event.KindH2Claim, PID: pid, TID: 11, Time: ts, Goroutine: goroutine,
+			H2Stream: stream, TraceID: trace, ParentID: parent, TraceFlags: 1})
+	}
+	write := func(goroutine uint64, ts uint64, payload string) {
+		r.c.Handle(&event.Event{Kind: event.KindData, ConnID: 100, PID: 10, TID: 12, Key: 12, Dir: event.Egress, Time: ts,
+			Bytes: uint32(len(payload)), Payload: []byte(payload), Local: cliAddr, Remote: upAddr, Capture: event.CaptureH2,
+			Goroutine: goroutine})
+	}
+	req := newH2Copy(true)
+	write(7, 1*ms, req.frame(4, 0, 0, 0, nil).take())
+	get := func(stream uint32, path string) *h2copy {
+		return req.headers(stream, true, ":method", "POST", ":scheme", "http", ":authority", "up:9090", ":path", path)
+	}
+	t1, p1 := [16]byte{1, 1}, [8]byte{1}
+	t3, p3 := [16]byte{3, 3}, [8]byte{3}
+	t5, p5 := [16]byte{5, 5}, [8]byte{5}
+	claim(10, 7, 3, 2*ms, t3, p3)
+	claim(10, 7, 1, 2*ms, t1, p1)
+	claim(11, 7, 5, 2*ms, t5, p5) // another process's goroutine 7
+	claim(10, 8, 5, 2*ms, t5, p5) // another goroutine
+	claim(10, 7, 9, 2*ms, t5, p5) // a stream never written
+	get(1, "/s.S/One")
+	write(7, 3*ms, get(3, "/s.S/Three").take())
+	write(7, 4*ms, get(5, "/s.S/Five").take())
+	resp := newH2Copy(false)
+	for _, s := range []uint32{3, 1, 5} {
+		resp.headers(s, true, ":status", "200", "grpc-status", "0")
+	}
+	r.h2data(100, event.Ingress, 5*ms, resp.take(), event.CaptureH2)
+	if len(r.spans) != 3 {
+		t.Fatalf("%d spans, want 3", len(r.spans))
+	}
+	for _, s := range r.spans {
+		want, ok := map[string]struct {
+			trace [16]byte
+			span  [8]byte
+		}{"/s.S/One": {t1, p1}, "/s.S/Three": {t3, p3}}[s.Path]
+		if ok && (s.TraceID != want.trace || s.ParentID != want.span) {
+			t.Errorf("%s: trace %s parent %s, want its claim's", s.Path, s.TraceID, s.ParentID)
+		}
+		if !ok && (s.ParentID.IsValid() || s.TraceID == t5) {
+			t.Errorf("%s: trace %s parent %s, want a trace of its own", s.Path, s.TraceID, s.ParentID)
+		}
+	}
+	if got := r.c.Stats().H2ClaimsUnmatched.Load(); got != 0 {
+		t.Errorf("unmatched claims %d before they expire", got)
+	}
+	r.c.Expire(2*ms + uint64(h2ClaimTTL.Nanoseconds()) + 1)
+	if got := r.c.Stats().H2ClaimsUnmatched.Load(); got != 3 || len(r.c.h2claims) != 0 {
+		t.Errorf("unmatched claims %d (want 3), %d left", got, len(r.c.h2claims))
+	}
+}

@@ -24,6 +24,10 @@ const (
 	// KindAgent: a traced process began to speak the mount protocol: its
 	// Java agent loaded the library whose TLS hooks weft attaches.
 	KindAgent Kind = 6
+	// KindH2Claim: goroutine Goroutine of process PID will write the
+	// HEADERS of HTTP/2 stream H2Stream for the request ParentID of
+	// TraceID (grpc-go's loopy writer, which writes every stream's).
+	KindH2Claim Kind = 7
 )
 
 // Direction is the flow of bytes relative to the traced process.
@@ -91,8 +95,11 @@ type Event struct {
 	// MoreSpanIDs are the client spans of requests pipelined after the
 	// first in the same send (same trace and parent), in order.
 	MoreSpanIDs [][8]byte
-	// H2Stream is the stream of a CtxH2Stream event.
+	// H2Stream is the stream of a CtxH2Stream event or a KindH2Claim.
 	H2Stream uint32
+	// Goroutine is the goroutine that wrote an HTTP/2 segment of a Go
+	// process, or that a KindH2Claim names; 0 otherwise.
+	Goroutine uint64
 	// Capture says what Payload is.
 	Capture Capture
 	// TLS: Payload is the plaintext a TLS library read or wrote on the

@@ -36,6 +36,15 @@ const (
 	// goroutine and flush them (streamID in RBX).
 	H2WriteHeaders  = "net/http.(*http2ClientConn).writeHeaders"
 	XH2WriteHeaders = "golang.org/x/net/http2.(*ClientConn).writeHeaders"
+	// GRPCNewStream opens a grpc-go client stream on the caller's
+	// goroutine and hands its header item to the connection's loopy
+	// writer through executeAndPut (the item's data word in RDI), probed
+	// at that call; GRPCClientHeaders is where the loopy takes the item
+	// (in RBX) to write the stream's HEADERS (grpc-go 1.85; older releases'
+	// loopy took it in originateStream, which is not probed).
+	GRPCNewStream     = "google.golang.org/grpc/internal/transport.(*http2Client).NewStream"
+	GRPCClientHeaders = "google.golang.org/grpc/internal/transport.(*loopyWriter).clientHeaderHandler"
+	grpcExecuteAndPut = "google.golang.org/grpc/internal/transport.(*controlBuffer).executeAndPut"
 	// casgstatus is called by newproc1 to make the new goroutine runnable.
 	casgstatus = "runtime.casgstatus"
 	// TLSRead, TLSWrite: crypto/tls's plaintext, probed at entry (the
@@ -59,7 +68,8 @@ var tlsFuncs = []string{TLSRead, TLSWrite, TLSClientHandshake, TLSServerHandshak
 
 // Func is a probed function, by file offsets: its entry, where its
 // arguments can be read at the least cost (Probe), each RET, and each
-// call to runtime.casgstatus.
+// call to the function weft reads its arguments at (Calls: casgstatus
+// in newproc1, executeAndPut in grpc-go's NewStream).
 type Func struct {
 	Entry uint64
 	// Probe is the first conditional jump of the stack check when nothing
@@ -67,7 +77,7 @@ type Func struct {
 	// trap) but single-step most other instructions (two traps).
 	Probe   uint64
 	Returns []uint64
-	Casg    []uint64
+	Calls   []uint64
 }
 
 // NewProcHook is where newproc1 is probed for the new goroutine.
@@ -127,6 +137,14 @@ func (b *Binary) H2Clients() []string {
 	return out
 }
 
+// GRPCClient reports whether the binary has grpc-go's client transport
+// in the form weft probes: NewStream with its call of executeAndPut,
+// and the loopy writer's clientHeaderHandler.
+func (b *Binary) GRPCClient() bool {
+	_, ok := b.Funcs[GRPCClientHeaders]
+	return ok && len(b.Funcs[GRPCNewStream].Calls) > 0
+}
+
 // CryptoTLS reports whether the binary has crypto/tls's connection read
 // and write and a handshake, each with its return instructions.
 func (b *Binary) CryptoTLS() bool {
@@ -152,7 +170,7 @@ func (b *Binary) Unsupported() string {
 	if !ok {
 		return NewProc1 + " not found"
 	}
-	if b.NewProc() == HookCasg && len(nf.Casg) == 0 {
+	if b.NewProc() == HookCasg && len(nf.Calls) == 0 {
 		return NewProc1 + ": no call to " + casgstatus + " found"
 	}
 	if b.NewProc() != HookCasg && len(nf.Returns) == 0 {
@@ -201,8 +219,10 @@ func Read(r io.ReaderAt) (b *Binary, err error) {
 	if b.Arch == "" && f.Machine == elf.EM_X86_64 {
 		b.Arch = "amd64"
 	}
-	probed := append(append([]string{NewProc1, RoundTrip, WriteLoop}, h2Funcs...), tlsFuncs...)
-	ranges, stripped, err := funcRanges(f, append(probed, casgstatus)...)
+	probed := append(append([]string{NewProc1, RoundTrip, WriteLoop, GRPCNewStream, GRPCClientHeaders}, h2Funcs...), tlsFuncs...)
+	// The functions whose calls are probed, by caller.
+	callees := map[string]string{NewProc1: casgstatus, GRPCNewStream: grpcExecuteAndPut}
+	ranges, stripped, err := funcRanges(f, append(probed, casgstatus, grpcExecuteAndPut)...)
 	if err != nil {
 		return nil, err
 	}
@@ -227,11 +247,9 @@ func Read(r io.ReaderAt) (b *Binary, err error) {
 				fn.Returns = append(fn.Returns, entry+off)
 			}
 		}
-		if name == NewProc1 {
-			if cg, ok := ranges[casgstatus]; ok {
-				for _, off := range callsTo(code, rg[0], cg[0]) {
-					fn.Casg = append(fn.Casg, entry+off)
-				}
+		if callee, ok := ranges[callees[name]]; ok {
+			for _, off := range callsTo(code, rg[0], callee[0]) {
+				fn.Calls = append(fn.Calls, entry+off)
 			}
 		}
 		b.Funcs[name] = fn

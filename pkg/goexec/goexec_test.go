@@ -104,14 +104,14 @@ func TestStrippedBinaryHasTheSameFunctions(t *testing.T) {
 	for _, name := range []string{NewProc1, RoundTrip, WriteLoop, H2WriteHeaders, TLSRead, TLSWrite, TLSClientHandshake} {
 		f, s := full.Funcs[name], stripped.Funcs[name]
 		if f.Entry == 0 || f.Entry != s.Entry || f.Probe != s.Probe || len(f.Returns) != len(s.Returns) ||
-			len(f.Casg) != len(s.Casg) {
+			len(f.Calls) != len(s.Calls) {
 			t.Errorf("%s: full %+v, stripped %+v", name, f, s)
 		}
 		if f.Probe <= f.Entry {
 			t.Errorf("%s: no jump to probe after the entry", name)
 		}
 	}
-	if full.NewProc() != HookCasg || len(full.Funcs[NewProc1].Casg) == 0 {
+	if full.NewProc() != HookCasg || len(full.Funcs[NewProc1].Calls) == 0 {
 		t.Errorf("this Go (%s) should be probed at casgstatus calls: %v", full.GoVersion, full.Funcs[NewProc1])
 	}
 }
@@ -129,7 +129,7 @@ func TestReturnsAreRETInstructions(t *testing.T) {
 		t.Fatal(err)
 	}
 	fn := b.Funcs[NewProc1]
-	if len(fn.Returns) == 0 || len(fn.Casg) == 0 {
+	if len(fn.Returns) == 0 || len(fn.Calls) == 0 {
 		t.Fatal("no returns or no casgstatus calls")
 	}
 	for _, name := range []string{NewProc1, TLSRead, TLSWrite, TLSClientHandshake} {
@@ -146,7 +146,7 @@ func TestReturnsAreRETInstructions(t *testing.T) {
 			}
 		}
 	}
-	for _, off := range fn.Casg {
+	for _, off := range fn.Calls {
 		if data[off] != 0xe8 {
 			t.Errorf("byte at %#x is %#x, not CALL", off, data[off])
 		}
@@ -181,5 +181,49 @@ func TestVersions(t *testing.T) {
 	}
 	if why := (&Binary{Arch: "arm64", GoVersion: "go1.26"}).Unsupported(); why == "" {
 		t.Error("arm64 taken as supported")
+	}
+}
+
+// grpc-go's client, in full and stripped builds of the e2e tests' gRPC
+// program: NewStream's one call of executeAndPut (a CALL at the offset),
+// and clientHeaderHandler's stack-check jump.
+func TestGRPCClient(t *testing.T) {
+	var bins []*Binary
+	var data [][]byte
+	for _, flags := range [][]string{nil, {"-ldflags=-s -w"}} {
+		out := filepath.Join(t.TempDir(), "h2app")
+		cmd := exec.Command("go", append(append([]string{"build", "-o", out}, flags...), ".")...)
+		cmd.Dir = filepath.Join("..", "..", "test", "e2e", "testdata", "h2app")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build: %v\n%s", err, b)
+		}
+		b, err := Open(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bins, data = append(bins, b), append(data, d)
+	}
+	for i, b := range bins {
+		if !b.GRPCClient() {
+			t.Fatalf("stripped %v: grpc-go's client not found: %+v %+v", b.Stripped, b.Funcs[GRPCNewStream], b.Funcs[GRPCClientHeaders])
+		}
+		calls := b.Funcs[GRPCNewStream].Calls
+		if len(calls) != 1 || data[i][calls[0]] != 0xe8 {
+			t.Errorf("stripped %v: NewStream's calls of executeAndPut at %#x", b.Stripped, calls)
+		}
+		p := b.Funcs[GRPCClientHeaders].Probe
+		if op := data[i][p]; op != 0x76 && !(op == 0x0f && data[i][p+1] == 0x86) {
+			t.Errorf("stripped %v: clientHeaderHandler probed at %#x, whose %#x is no JBE", b.Stripped, p, op)
+		}
+	}
+	if f, s := bins[0].Funcs[GRPCNewStream], bins[1].Funcs[GRPCNewStream]; f.Calls[0] != s.Calls[0] {
+		t.Errorf("full and stripped builds differ: %+v, %+v", f, s)
+	}
+	if bins[0].Funcs[GRPCClientHeaders].Probe != bins[1].Funcs[GRPCClientHeaders].Probe {
+		t.Error("clientHeaderHandler probed at different offsets in full and stripped builds")
 	}
 }

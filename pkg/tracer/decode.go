@@ -46,6 +46,7 @@ func Decode(raw []byte, ev *event.Event) error {
 		Capture:    event.Capture(h.Capture),
 		TLS:        h.Tls != 0,
 		H2Stream:   h.H2Stream,
+		Goroutine:  h.Goid,
 	}
 	if ev.TLS {
 		ev.ConnID = event.TLSConn(ev.ConnID)

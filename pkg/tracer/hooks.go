@@ -139,6 +139,8 @@ var hooks = []hook{
 	{prog: "weft_go_roundtrip", paths: onEvery, feature: runtimeHooks},
 	{prog: "weft_go_writeloop", paths: onEvery, feature: runtimeHooks},
 	{prog: "weft_go_h2_headers", paths: onEvery, feature: runtimeHooks},
+	{prog: "weft_go_grpc_put", paths: onEvery, feature: runtimeHooks},
+	{prog: "weft_go_grpc_headers", paths: onEvery, feature: runtimeHooks},
 	{prog: "weft_ngx_upstream_init", paths: onEvery, feature: runtimeHooks},
 	{prog: "weft_ngx_upstream_init_ret", paths: onEvery, feature: runtimeHooks},
 	{prog: "weft_ngx_connect_peer", paths: onEvery, feature: runtimeHooks},
@@ -212,6 +214,8 @@ type runtimePrograms struct {
 	GoRoundtrip        *ebpf.Program `ebpf:"weft_go_roundtrip"`
 	GoWriteloop        *ebpf.Program `ebpf:"weft_go_writeloop"`
 	GoH2Headers        *ebpf.Program `ebpf:"weft_go_h2_headers"`
+	GoGRPCPut          *ebpf.Program `ebpf:"weft_go_grpc_put"`
+	GoGRPCHeaders      *ebpf.Program `ebpf:"weft_go_grpc_headers"`
 	NgxUpstreamInit    *ebpf.Program `ebpf:"weft_ngx_upstream_init"`
 	NgxUpstreamInitRet *ebpf.Program `ebpf:"weft_ngx_upstream_init_ret"`
 	NgxConnectPeer     *ebpf.Program `ebpf:"weft_ngx_connect_peer"`
@@ -288,7 +292,8 @@ func (o *objects) Close() error {
 }
 
 func (r *runtimePrograms) Close() error {
-	return closeAll(r.GoNewproc1, r.GoNewproc1Casg, r.GoNewproc1Ret, r.GoRoundtrip, r.GoWriteloop, r.GoH2Headers, r.NgxUpstreamInit,
+	return closeAll(r.GoNewproc1, r.GoNewproc1Casg, r.GoNewproc1Ret, r.GoRoundtrip, r.GoWriteloop, r.GoH2Headers, r.GoGRPCPut, r.GoGRPCHeaders,
+		r.NgxUpstreamInit,
 		r.NgxUpstreamInitRet, r.NgxConnectPeer, r.NgxConnectPeerRet, r.NodeAnnounce, r.LibcAnnounce)
 }
 

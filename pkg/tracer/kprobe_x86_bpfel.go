@@ -67,6 +67,7 @@ type kprobeEventHeader struct {
 	N_more      uint8
 	Pad2        [3]uint8
 	H2Stream    uint32
+	Goid        uint64
 }
 
 type kprobeGoChildSet struct {
@@ -105,6 +106,13 @@ type kprobeGoRoute struct {
 	From      kprobeGoCtx
 	HasParent uint8
 	Pad       [7]uint8
+}
+
+type kprobeGrpcItemKey struct {
+	_    structs.HostLayout
+	Tgid uint32
+	Pad  uint32
+	Item uint64
 }
 
 type kprobeH2Claim struct {
@@ -297,6 +305,7 @@ const (
 	kprobeMapGoRoute                 = "go_route"
 	kprobeMapGoSender                = "go_sender"
 	kprobeMapGoWriter                = "go_writer"
+	kprobeMapGrpcItems               = "grpc_items"
 	kprobeMapH2Claims                = "h2_claims"
 	kprobeMapH2Conns                 = "h2_conns"
 	kprobeMapInflightBpfSend         = "inflight_bpf_send"
@@ -335,6 +344,8 @@ const (
 	kprobeProgWeftExec               = "weft_exec"
 	kprobeProgWeftExit               = "weft_exit"
 	kprobeProgWeftFork               = "weft_fork"
+	kprobeProgWeftGoGrpcHeaders      = "weft_go_grpc_headers"
+	kprobeProgWeftGoGrpcPut          = "weft_go_grpc_put"
 	kprobeProgWeftGoH2Headers        = "weft_go_h2_headers"
 	kprobeProgWeftGoNewproc1         = "weft_go_newproc1"
 	kprobeProgWeftGoNewproc1Casg     = "weft_go_newproc1_casg"
@@ -434,6 +445,8 @@ type kprobeProgramSpecs struct {
 	WeftExec               *ebpf.ProgramSpec `ebpf:"weft_exec"`
 	WeftExit               *ebpf.ProgramSpec `ebpf:"weft_exit"`
 	WeftFork               *ebpf.ProgramSpec `ebpf:"weft_fork"`
+	WeftGoGrpcHeaders      *ebpf.ProgramSpec `ebpf:"weft_go_grpc_headers"`
+	WeftGoGrpcPut          *ebpf.ProgramSpec `ebpf:"weft_go_grpc_put"`
 	WeftGoH2Headers        *ebpf.ProgramSpec `ebpf:"weft_go_h2_headers"`
 	WeftGoNewproc1         *ebpf.ProgramSpec `ebpf:"weft_go_newproc1"`
 	WeftGoNewproc1Casg     *ebpf.ProgramSpec `ebpf:"weft_go_newproc1_casg"`
@@ -487,6 +500,7 @@ type kprobeMapSpecs struct {
 	GoRoute         *ebpf.MapSpec `ebpf:"go_route"`
 	GoSender        *ebpf.MapSpec `ebpf:"go_sender"`
 	GoWriter        *ebpf.MapSpec `ebpf:"go_writer"`
+	GrpcItems       *ebpf.MapSpec `ebpf:"grpc_items"`
 	H2Claims        *ebpf.MapSpec `ebpf:"h2_claims"`
 	H2Conns         *ebpf.MapSpec `ebpf:"h2_conns"`
 	InflightBpfSend *ebpf.MapSpec `ebpf:"inflight_bpf_send"`
@@ -581,6 +595,7 @@ type kprobeMaps struct {
 	GoRoute         *ebpf.Map `ebpf:"go_route"`
 	GoSender        *ebpf.Map `ebpf:"go_sender"`
 	GoWriter        *ebpf.Map `ebpf:"go_writer"`
+	GrpcItems       *ebpf.Map `ebpf:"grpc_items"`
 	H2Claims        *ebpf.Map `ebpf:"h2_claims"`
 	H2Conns         *ebpf.Map `ebpf:"h2_conns"`
 	InflightBpfSend *ebpf.Map `ebpf:"inflight_bpf_send"`
@@ -633,6 +648,7 @@ func (m *kprobeMaps) Close() error {
 		m.GoRoute,
 		m.GoSender,
 		m.GoWriter,
+		m.GrpcItems,
 		m.H2Claims,
 		m.H2Conns,
 		m.InflightBpfSend,
@@ -702,6 +718,8 @@ type kprobePrograms struct {
 	WeftExec               *ebpf.Program `ebpf:"weft_exec"`
 	WeftExit               *ebpf.Program `ebpf:"weft_exit"`
 	WeftFork               *ebpf.Program `ebpf:"weft_fork"`
+	WeftGoGrpcHeaders      *ebpf.Program `ebpf:"weft_go_grpc_headers"`
+	WeftGoGrpcPut          *ebpf.Program `ebpf:"weft_go_grpc_put"`
 	WeftGoH2Headers        *ebpf.Program `ebpf:"weft_go_h2_headers"`
 	WeftGoNewproc1         *ebpf.Program `ebpf:"weft_go_newproc1"`
 	WeftGoNewproc1Casg     *ebpf.Program `ebpf:"weft_go_newproc1_casg"`
@@ -743,6 +761,8 @@ func (p *kprobePrograms) Close() error {
 		p.WeftExec,
 		p.WeftExit,
 		p.WeftFork,
+		p.WeftGoGrpcHeaders,
+		p.WeftGoGrpcPut,
 		p.WeftGoH2Headers,
 		p.WeftGoNewproc1,
 		p.WeftGoNewproc1Casg,

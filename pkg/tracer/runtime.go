@@ -172,7 +172,7 @@ func attachGo(progs *runtimePrograms, pid int, bin *goexec.Binary) (io.Closer, e
 	var probes []probe
 	switch bin.NewProc() {
 	case goexec.HookCasg:
-		for _, a := range np.Casg {
+		for _, a := range np.Calls {
 			probes = append(probes, probe{progs.GoNewproc1Casg, goexec.NewProc1, a})
 		}
 	case goexec.HookEntryReturn:
@@ -189,6 +189,12 @@ func attachGo(progs *runtimePrograms, pid int, bin *goexec.Binary) (io.Closer, e
 	}
 	for _, fn := range bin.H2Clients() {
 		probes = append(probes, probe{progs.GoH2Headers, fn, bin.Funcs[fn].Probe})
+	}
+	if bin.GRPCClient() {
+		for _, a := range bin.Funcs[goexec.GRPCNewStream].Calls {
+			probes = append(probes, probe{progs.GoGRPCPut, goexec.GRPCNewStream, a})
+		}
+		probes = append(probes, probe{progs.GoGRPCHeaders, goexec.GRPCClientHeaders, bin.Funcs[goexec.GRPCClientHeaders].Probe})
 	}
 	for _, p := range probes {
 		if err = add(p.prog, p.fn, p.addr); err != nil {

@@ -67,6 +67,7 @@ type tpEventHeader struct {
 	N_more      uint8
 	Pad2        [3]uint8
 	H2Stream    uint32
+	Goid        uint64
 }
 
 type tpGoChildSet struct {
@@ -105,6 +106,13 @@ type tpGoRoute struct {
 	From      tpGoCtx
 	HasParent uint8
 	Pad       [7]uint8
+}
+
+type tpGrpcItemKey struct {
+	_    structs.HostLayout
+	Tgid uint32
+	Pad  uint32
+	Item uint64
 }
 
 type tpH2Claim struct {
@@ -315,6 +323,7 @@ const (
 	tpWeftEventKindWEFT_EV_EXIT      tpWeftEventKind = 4
 	tpWeftEventKindWEFT_EV_FIRST_FIN tpWeftEventKind = 5
 	tpWeftEventKindWEFT_EV_AGENT     tpWeftEventKind = 6
+	tpWeftEventKindWEFT_EV_H2CLAIM   tpWeftEventKind = 7
 )
 
 type tpWeftProcMode uint32
@@ -376,6 +385,7 @@ const (
 	tpMapGoRoute                 = "go_route"
 	tpMapGoSender                = "go_sender"
 	tpMapGoWriter                = "go_writer"
+	tpMapGrpcItems               = "grpc_items"
 	tpMapH2Claims                = "h2_claims"
 	tpMapH2Conns                 = "h2_conns"
 	tpMapInflightCalls           = "inflight_calls"
@@ -429,6 +439,8 @@ const (
 	tpProgWeftExitWrite          = "weft_exit_write"
 	tpProgWeftExitWritev         = "weft_exit_writev"
 	tpProgWeftFork               = "weft_fork"
+	tpProgWeftGoGrpcHeaders      = "weft_go_grpc_headers"
+	tpProgWeftGoGrpcPut          = "weft_go_grpc_put"
 	tpProgWeftGoH2Headers        = "weft_go_h2_headers"
 	tpProgWeftGoNewproc1         = "weft_go_newproc1"
 	tpProgWeftGoNewproc1Casg     = "weft_go_newproc1_casg"
@@ -543,6 +555,8 @@ type tpProgramSpecs struct {
 	WeftExitWrite          *ebpf.ProgramSpec `ebpf:"weft_exit_write"`
 	WeftExitWritev         *ebpf.ProgramSpec `ebpf:"weft_exit_writev"`
 	WeftFork               *ebpf.ProgramSpec `ebpf:"weft_fork"`
+	WeftGoGrpcHeaders      *ebpf.ProgramSpec `ebpf:"weft_go_grpc_headers"`
+	WeftGoGrpcPut          *ebpf.ProgramSpec `ebpf:"weft_go_grpc_put"`
 	WeftGoH2Headers        *ebpf.ProgramSpec `ebpf:"weft_go_h2_headers"`
 	WeftGoNewproc1         *ebpf.ProgramSpec `ebpf:"weft_go_newproc1"`
 	WeftGoNewproc1Casg     *ebpf.ProgramSpec `ebpf:"weft_go_newproc1_casg"`
@@ -594,6 +608,7 @@ type tpMapSpecs struct {
 	GoRoute        *ebpf.MapSpec `ebpf:"go_route"`
 	GoSender       *ebpf.MapSpec `ebpf:"go_sender"`
 	GoWriter       *ebpf.MapSpec `ebpf:"go_writer"`
+	GrpcItems      *ebpf.MapSpec `ebpf:"grpc_items"`
 	H2Claims       *ebpf.MapSpec `ebpf:"h2_claims"`
 	H2Conns        *ebpf.MapSpec `ebpf:"h2_conns"`
 	InflightCalls  *ebpf.MapSpec `ebpf:"inflight_calls"`
@@ -686,6 +701,7 @@ type tpMaps struct {
 	GoRoute        *ebpf.Map `ebpf:"go_route"`
 	GoSender       *ebpf.Map `ebpf:"go_sender"`
 	GoWriter       *ebpf.Map `ebpf:"go_writer"`
+	GrpcItems      *ebpf.Map `ebpf:"grpc_items"`
 	H2Claims       *ebpf.Map `ebpf:"h2_claims"`
 	H2Conns        *ebpf.Map `ebpf:"h2_conns"`
 	InflightCalls  *ebpf.Map `ebpf:"inflight_calls"`
@@ -736,6 +752,7 @@ func (m *tpMaps) Close() error {
 		m.GoRoute,
 		m.GoSender,
 		m.GoWriter,
+		m.GrpcItems,
 		m.H2Claims,
 		m.H2Conns,
 		m.InflightCalls,
@@ -820,6 +837,8 @@ type tpPrograms struct {
 	WeftExitWrite          *ebpf.Program `ebpf:"weft_exit_write"`
 	WeftExitWritev         *ebpf.Program `ebpf:"weft_exit_writev"`
 	WeftFork               *ebpf.Program `ebpf:"weft_fork"`
+	WeftGoGrpcHeaders      *ebpf.Program `ebpf:"weft_go_grpc_headers"`
+	WeftGoGrpcPut          *ebpf.Program `ebpf:"weft_go_grpc_put"`
 	WeftGoH2Headers        *ebpf.Program `ebpf:"weft_go_h2_headers"`
 	WeftGoNewproc1         *ebpf.Program `ebpf:"weft_go_newproc1"`
 	WeftGoNewproc1Casg     *ebpf.Program `ebpf:"weft_go_newproc1_casg"`
@@ -876,6 +895,8 @@ func (p *tpPrograms) Close() error {
 		p.WeftExitWrite,
 		p.WeftExitWritev,
 		p.WeftFork,
+		p.WeftGoGrpcHeaders,
+		p.WeftGoGrpcPut,
 		p.WeftGoH2Headers,
 		p.WeftGoNewproc1,
 		p.WeftGoNewproc1Casg,

@@ -446,6 +446,85 @@ func TestHTTP2ClientParents(t *testing.T) {
 	}
 }
 
+// grpc-go's client writes every stream's HEADERS on its connection's
+// loopy-writer goroutine, several streams in one write; each call's
+// client span still goes under the request that made it (h2claim.h). A Go
+// front calls h2app's gRPC server on one connection, h2c and TLS: /req/N
+// makes call CallN, /fan/N makes CallN_a and CallN_b from two goroutines
+// at once; handlers on both sides wait. 300 requests each at c32.
+func TestGRPCClientParents(t *testing.T) {
+	setup(t)
+	for _, tc := range []struct {
+		name string
+		tls  bool
+	}{{"h2c", false}, {"tls", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			rcv := otlptest.Start(t)
+			backend, backAddr := startListener(t, exec.Command(bins.h2app, "-mode=grpc-server", "-tls="+strconv.FormatBool(tc.tls)))
+			cmd := exec.Command(bins.h2app, "-mode=grpc-front", "-addr="+backAddr, "-tls="+strconv.FormatBool(tc.tls))
+			cmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME=front")
+			front, frontAddr := startListener(t, cmd)
+			w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", front.Pid(), backend.Pid()))
+			const n = 300
+			for _, ep := range []frontPath{{"/req/", 1}, {"/fan/", 2}} {
+				rcv.Reset()
+				numberedLoad(t, "http://"+frontAddr+ep.path, n, 32)
+				got := collectSpans(t, rcv, n*(1+2*ep.calls), 60*time.Second)
+				right, backends := checkGRPCParents(t, got, ep.path)
+				if right != n*ep.calls || backends != n*ep.calls || len(got) != n*(1+2*ep.calls) {
+					t.Errorf("%s: %d spans (want %d), %d client spans under their request (want %d), %d backend spans",
+						ep.path, len(got), n*(1+2*ep.calls), right, n*ep.calls, backends)
+				}
+			}
+			m, err := w.Metrics()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m["h2_conns"] != 2 || m["h2_parents_unmatched"] != 0 || m["h2_streams_lost"] != 0 || m["h2_streams_linked"] != 3*n {
+				t.Errorf("h2 conns %d (want 2: both ends of one), unmatched parents %d, streams lost %d, linked %d (want %d)",
+					m["h2_conns"], m["h2_parents_unmatched"], m["h2_streams_lost"], m["h2_streams_linked"], 3*n)
+			}
+		})
+	}
+}
+
+// checkGRPCParents counts the front's gRPC client spans under the server
+// span of their own numbered request, and the backend's server spans
+// under the client span of their call; it reports every other span.
+func checkGRPCParents(t *testing.T, got []span, path string) (right, backends int) {
+	t.Helper()
+	byID := map[string]span{}
+	for _, s := range got {
+		byID[s.id] = s
+	}
+	for _, s := range got {
+		method, _ := s.attrs["rpc.method"].(string)
+		call, isCall := strings.CutPrefix(method, "Call")
+		switch {
+		case s.service == "front" && s.kind == tracepb.Span_SPAN_KIND_SERVER && strings.HasPrefix(fmt.Sprint(s.attrs["url.path"]), path):
+		case s.service == "front" && s.kind == tracepb.Span_SPAN_KIND_CLIENT && isCall:
+			srv, ok := byID[s.parent]
+			n, _, _ := strings.Cut(call, "_")
+			if !ok || srv.kind != tracepb.Span_SPAN_KIND_SERVER || srv.attrs["url.path"] != path+n || srv.trace != s.trace ||
+				s.attrs["rpc.service"] != "weft.test.Work" || attrInt(s, "rpc.grpc.status_code") != 0 {
+				t.Errorf("%s: client span %s under %q (%s)", path, s, srv.attrs["url.path"], s.parent)
+				continue
+			}
+			right++
+		case s.service == "h2app" && s.kind == tracepb.Span_SPAN_KIND_SERVER && isCall:
+			if cli, ok := byID[s.parent]; !ok || cli.service != "front" || cli.kind != tracepb.Span_SPAN_KIND_CLIENT ||
+				cli.attrs["rpc.method"] != method || cli.trace != s.trace {
+				t.Errorf("%s: backend span %s is not the child of the front's call of it", path, s)
+				continue
+			}
+			backends++
+		default:
+			t.Errorf("%s: unexpected span %s", path, s)
+		}
+	}
+	return right, backends
+}
+
 // checkH2Parents counts the front's HTTP/2 client spans under the server
 // span of their own numbered request, and the backend's server spans
 // under the client span of their call; it reports every other span.

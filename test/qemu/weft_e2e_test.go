@@ -15,8 +15,8 @@ import (
 var guestTests = []string{"TestGoNetHTTPServer", "TestParentChildOnSameThread", "TestBadInput",
 	"TestInjectionKeepsRequestsValid", "TestInjectionLeavesTLSAlone", "TestInjectionLargeBodies",
 	"TestMountProtocolInterop", "TestTraceparentAfterSplitHead", "TestInjectedRequestIsOneSegment",
-	"TestGoAsyncParents", "TestNginxParents", "TestSamplingTraceIDRatio", "TestHTTP2Streams", "TestHTTP2ClientParents", "TestGRPCCalls",
-	"TestTLSGo", "TestTLSGoStackGrowth", "TestGRPCCallsTLS"}
+	"TestGoAsyncParents", "TestNginxParents", "TestSamplingTraceIDRatio", "TestHTTP2Streams", "TestHTTP2ClientParents",
+	"TestGRPCClientParents", "TestGRPCCalls", "TestTLSGo", "TestTLSGoStackGrowth", "TestGRPCCallsTLS"}
 
 // guestNginx is Debian's nginx with the loader and libraries it links, and
 // the accounts its workers switch to.

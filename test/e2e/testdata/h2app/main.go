@@ -43,11 +43,11 @@ import (
 )
 
 func main() {
-	mode := flag.String("mode", "", "h2c-server, h2c-upgrade-server, h2c-client, https-server, https-client, grpc-server, grpc-client, grpc-load, h2-front or tls-deep-client")
-	addr := flag.String("addr", "", "server address (clients; h2-front: its backend)")
+	mode := flag.String("mode", "", "h2c-server, h2c-upgrade-server, h2c-client, https-server, https-client, grpc-server, grpc-client, grpc-load, h2-front, grpc-front or tls-deep-client")
+	addr := flag.String("addr", "", "server address (clients; h2-front, grpc-front: its backend)")
 	n := flag.Int("n", 100, "requests (clients)")
 	h1 := flag.Bool("http1", false, "https-client: HTTP/1.1 only (else HTTP/2)")
-	useTLS := flag.Bool("tls", false, "grpc-server, grpc-client, h2-front: over TLS")
+	useTLS := flag.Bool("tls", false, "grpc-server, grpc-client, h2-front, grpc-front: over TLS")
 	certOut := flag.String("cert-out", "", "grpc-server -tls: write the server's certificate (PEM) there, for clients to trust")
 	flag.Parse()
 	var err error
@@ -73,6 +73,8 @@ func main() {
 		err = grpcLoad(*addr)
 	case "h2-front":
 		err = h2Front(*addr, *useTLS)
+	case "grpc-front":
+		err = grpcFront(*addr, *useTLS)
 	case "tls-deep-client":
 		waitGo()
 		err = tlsDeepClient(*addr, *n)
@@ -297,6 +299,31 @@ var storeDesc = grpc.ServiceDesc{
 	}}},
 }
 
+// work answers grpc-front's calls, /weft.test.Work/Call<i>[_<leg>], of
+// any name: it waits a time that depends on i, then answers the method's
+// name.
+func work(_ any, stream grpc.ServerStream) error {
+	method, _ := grpc.MethodFromServerStream(stream)
+	name, ok := strings.CutPrefix(method, "/weft.test.Work/Call")
+	if !ok {
+		return status.Errorf(codes.Unimplemented, "no method %s", method)
+	}
+	in := new(wrapperspb.StringValue)
+	if err := stream.RecvMsg(in); err != nil {
+		return err
+	}
+	n, _, _ := strings.Cut(name, "_")
+	wait(n)
+	return stream.SendMsg(wrapperspb.String(method))
+}
+
+// wait sleeps a time that depends on request n, so that concurrent
+// requests' calls overlap in varied orders.
+func wait(n string) {
+	i, _ := strconv.Atoi(n)
+	time.Sleep(time.Duration(i*7%11) * time.Millisecond)
+}
+
 func grpcServer(useTLS bool, certOut string) error {
 	var opts []grpc.ServerOption
 	if useTLS {
@@ -317,7 +344,7 @@ func grpcServer(useTLS bool, certOut string) error {
 		return err
 	}
 	fmt.Println(ln.Addr())
-	s := grpc.NewServer(opts...)
+	s := grpc.NewServer(append(opts, grpc.UnknownServiceHandler(work))...)
 	s.RegisterService(&storeDesc, nil)
 	return s.Serve(ln)
 }
@@ -468,7 +495,11 @@ func h2Front(backend string, useTLS bool) error {
 	}
 	tr.Protocols = &protos
 	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	call := func(url string) error {
+	return serveFront(func(_ context.Context, n, leg string) error {
+		url := base + n
+		if leg != "" {
+			url += "/" + leg
+		}
 		resp, err := client.Get(url)
 		if err != nil {
 			return err
@@ -479,16 +510,45 @@ func h2Front(backend string, useTLS bool) error {
 			return fmt.Errorf("%s: %s %s", url, resp.Proto, resp.Status)
 		}
 		return nil
+	})
+}
+
+// grpcFront is h2-front calling a gRPC backend (grpc-server) on one
+// connection: /weft.test.Work/Call<i>, and Call<i>_a, Call<i>_b.
+func grpcFront(backend string, useTLS bool) error {
+	creds := insecure.NewCredentials()
+	if useTLS {
+		creds = credentials.NewTLS(&tls.Config{InsecureSkipVerify: true})
 	}
-	wait := func(n string) {
-		i, _ := strconv.Atoi(n)
-		time.Sleep(time.Duration(i*7%11) * time.Millisecond)
+	cc, err := grpc.NewClient(backend, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		return err
 	}
+	defer cc.Close()
+	return serveFront(func(ctx context.Context, n, leg string) error {
+		method := "/weft.test.Work/Call" + n
+		if leg != "" {
+			method += "_" + leg
+		}
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		out := new(wrapperspb.StringValue)
+		if err := cc.Invoke(ctx, method, wrapperspb.String(n), out); err != nil || out.Value != method {
+			return fmt.Errorf("%s: %q, %v", method, out.Value, err)
+		}
+		return nil
+	})
+}
+
+// serveFront serves /req/<i>, which waits a time that depends on i and
+// makes call(i, ""), and /fan/<i>, which waits and makes call(i, "a")
+// and call(i, "b") from two goroutines at once.
+func serveFront(call func(ctx context.Context, n, leg string) error) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/req/", func(w http.ResponseWriter, r *http.Request) {
 		n := strings.TrimPrefix(r.URL.Path, "/req/")
 		wait(n)
-		if err := call(base + n); err != nil {
+		if err := call(r.Context(), n, ""); err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
@@ -501,7 +561,7 @@ func h2Front(backend string, useTLS bool) error {
 		var wg sync.WaitGroup
 		for i, leg := range []string{"a", "b"} {
 			wg.Add(1)
-			go func() { defer wg.Done(); errs[i] = call(base + n + "/" + leg) }()
+			go func() { defer wg.Done(); errs[i] = call(r.Context(), n, leg) }()
 		}
 		wg.Wait()
 		if err := errors.Join(errs...); err != nil {
