@@ -410,14 +410,43 @@ func TestHTTP2Curl(t *testing.T) {
 // this host (HPACK leaves no room for injection).
 func TestHTTP2ClientParents(t *testing.T) {
 	setup(t)
-	for _, tc := range []struct {
-		name, backend string
-		tls           bool
-	}{{"h2c", "-mode=h2c-server", false}, {"tls", "-mode=https-server", true}} {
-		t.Run(tc.name, func(t *testing.T) {
+	checkFrontCalls(t, "-mode=h2-front", func(tls bool) []string {
+		if tls {
+			return []string{"-mode=https-server"}
+		}
+		return []string{"-mode=h2c-server"}
+	}, h2Call)
+}
+
+// grpc-go's client writes every stream's HEADERS on its connection's
+// loopy-writer goroutine, several streams in one write; each call's
+// client span still goes under the request that made it (h2claim.h). A Go
+// front calls h2app's gRPC server on one connection, h2c and TLS: /req/N
+// makes call CallN, /fan/N makes CallN_a and CallN_b from two goroutines
+// at once; handlers on both sides wait.
+func TestGRPCClientParents(t *testing.T) {
+	setup(t)
+	checkFrontCalls(t, "-mode=grpc-front", func(tls bool) []string {
+		return []string{"-mode=grpc-server", "-tls=" + strconv.FormatBool(tls)}
+	}, grpcCall)
+}
+
+// checkFrontCalls starts h2app's backend (backendArgs, h2c then TLS) and
+// h2app's front in frontMode calling it over one HTTP/2 connection, sends
+// 300 numbered requests at c32 to /req/ (one call each) and to /fan/ (two
+// from two goroutines), and requires every client span (named by call)
+// under its own request and every backend span under its call
+// (checkFrontParents), no other span, and every backend span linked on
+// this host.
+func checkFrontCalls(t *testing.T, frontMode string, backendArgs func(tls bool) []string,
+	call func(span) (name, request string, ok bool)) {
+	t.Helper()
+	for _, tls := range []bool{false, true} {
+		name := map[bool]string{false: "h2c", true: "tls"}[tls]
+		t.Run(name, func(t *testing.T) {
 			rcv := otlptest.Start(t)
-			backend, backAddr := startListener(t, exec.Command(bins.h2app, tc.backend))
-			cmd := exec.Command(bins.h2app, "-mode=h2-front", "-addr="+backAddr, "-tls="+strconv.FormatBool(tc.tls))
+			backend, backAddr := startListener(t, exec.Command(bins.h2app, backendArgs(tls)...))
+			cmd := exec.Command(bins.h2app, frontMode, "-addr="+backAddr, "-tls="+strconv.FormatBool(tls))
 			cmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME=front")
 			front, frontAddr := startListener(t, cmd)
 			w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", front.Pid(), backend.Pid()))
@@ -426,7 +455,7 @@ func TestHTTP2ClientParents(t *testing.T) {
 				rcv.Reset()
 				numberedLoad(t, "http://"+frontAddr+ep.path, n, 32)
 				got := collectSpans(t, rcv, n*(1+2*ep.calls), 60*time.Second)
-				right, backends := checkH2Parents(t, got, ep.path)
+				right, backends := checkFrontParents(t, got, ep.path, call)
 				if right != n*ep.calls || backends != n*ep.calls || len(got) != n*(1+2*ep.calls) {
 					t.Errorf("%s: %d spans (want %d), %d client spans under their request (want %d), %d backend spans",
 						ep.path, len(got), n*(1+2*ep.calls), right, n*ep.calls, backends)
@@ -446,110 +475,54 @@ func TestHTTP2ClientParents(t *testing.T) {
 	}
 }
 
-// grpc-go's client writes every stream's HEADERS on its connection's
-// loopy-writer goroutine, several streams in one write; each call's
-// client span still goes under the request that made it (h2claim.h). A Go
-// front calls h2app's gRPC server on one connection, h2c and TLS: /req/N
-// makes call CallN, /fan/N makes CallN_a and CallN_b from two goroutines
-// at once; handlers on both sides wait. 300 requests each at c32.
-func TestGRPCClientParents(t *testing.T) {
-	setup(t)
-	for _, tc := range []struct {
-		name string
-		tls  bool
-	}{{"h2c", false}, {"tls", true}} {
-		t.Run(tc.name, func(t *testing.T) {
-			rcv := otlptest.Start(t)
-			backend, backAddr := startListener(t, exec.Command(bins.h2app, "-mode=grpc-server", "-tls="+strconv.FormatBool(tc.tls)))
-			cmd := exec.Command(bins.h2app, "-mode=grpc-front", "-addr="+backAddr, "-tls="+strconv.FormatBool(tc.tls))
-			cmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME=front")
-			front, frontAddr := startListener(t, cmd)
-			w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", front.Pid(), backend.Pid()))
-			const n = 300
-			for _, ep := range []frontPath{{"/req/", 1}, {"/fan/", 2}} {
-				rcv.Reset()
-				numberedLoad(t, "http://"+frontAddr+ep.path, n, 32)
-				got := collectSpans(t, rcv, n*(1+2*ep.calls), 60*time.Second)
-				right, backends := checkGRPCParents(t, got, ep.path)
-				if right != n*ep.calls || backends != n*ep.calls || len(got) != n*(1+2*ep.calls) {
-					t.Errorf("%s: %d spans (want %d), %d client spans under their request (want %d), %d backend spans",
-						ep.path, len(got), n*(1+2*ep.calls), right, n*ep.calls, backends)
-				}
-			}
-			m, err := w.Metrics()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if m["h2_conns"] != 2 || m["h2_parents_unmatched"] != 0 || m["h2_streams_lost"] != 0 || m["h2_streams_linked"] != 3*n {
-				t.Errorf("h2 conns %d (want 2: both ends of one), unmatched parents %d, streams lost %d, linked %d (want %d)",
-					m["h2_conns"], m["h2_parents_unmatched"], m["h2_streams_lost"], m["h2_streams_linked"], 3*n)
-			}
-		})
+// h2Call names the call a span of h2-front or its backend is (its path,
+// /work/N[/leg]), and the number of the request it was made for.
+func h2Call(s span) (name, request string, ok bool) {
+	p, _ := s.attrs["url.path"].(string)
+	if !strings.HasPrefix(p, "/work/") || s.attrs["network.protocol.version"] != "2" {
+		return "", "", false
 	}
+	return p, requestOf(p), true
 }
 
-// checkGRPCParents counts the front's gRPC client spans under the server
-// span of their own numbered request, and the backend's server spans
-// under the client span of their call; it reports every other span.
-func checkGRPCParents(t *testing.T, got []span, path string) (right, backends int) {
+// grpcCall names the call a span of grpc-front or its backend is (its
+// method, CallN[_leg], answered OK), and the number of its request.
+func grpcCall(s span) (name, request string, ok bool) {
+	method, _ := s.attrs["rpc.method"].(string)
+	call, ok := strings.CutPrefix(method, "Call")
+	if !ok || s.attrs["rpc.service"] != "weft.test.Work" || attrInt(s, "rpc.grpc.status_code") != 0 {
+		return "", "", false
+	}
+	n, _, _ := strings.Cut(call, "_")
+	return method, n, true
+}
+
+// checkFrontParents counts the front's client spans under the server span
+// of their own numbered request (path+N), and the backend's server spans
+// under the front's client span of the same call; it reports every other
+// span. call names the call a span is.
+func checkFrontParents(t *testing.T, got []span, path string,
+	call func(span) (name, request string, ok bool)) (right, backends int) {
 	t.Helper()
 	byID := map[string]span{}
 	for _, s := range got {
 		byID[s.id] = s
 	}
 	for _, s := range got {
-		method, _ := s.attrs["rpc.method"].(string)
-		call, isCall := strings.CutPrefix(method, "Call")
+		name, n, isCall := call(s)
 		switch {
 		case s.service == "front" && s.kind == tracepb.Span_SPAN_KIND_SERVER && strings.HasPrefix(fmt.Sprint(s.attrs["url.path"]), path):
 		case s.service == "front" && s.kind == tracepb.Span_SPAN_KIND_CLIENT && isCall:
 			srv, ok := byID[s.parent]
-			n, _, _ := strings.Cut(call, "_")
-			if !ok || srv.kind != tracepb.Span_SPAN_KIND_SERVER || srv.attrs["url.path"] != path+n || srv.trace != s.trace ||
-				s.attrs["rpc.service"] != "weft.test.Work" || attrInt(s, "rpc.grpc.status_code") != 0 {
+			if !ok || srv.kind != tracepb.Span_SPAN_KIND_SERVER || srv.attrs["url.path"] != path+n || srv.trace != s.trace {
 				t.Errorf("%s: client span %s under %q (%s)", path, s, srv.attrs["url.path"], s.parent)
 				continue
 			}
 			right++
 		case s.service == "h2app" && s.kind == tracepb.Span_SPAN_KIND_SERVER && isCall:
-			if cli, ok := byID[s.parent]; !ok || cli.service != "front" || cli.kind != tracepb.Span_SPAN_KIND_CLIENT ||
-				cli.attrs["rpc.method"] != method || cli.trace != s.trace {
-				t.Errorf("%s: backend span %s is not the child of the front's call of it", path, s)
-				continue
-			}
-			backends++
-		default:
-			t.Errorf("%s: unexpected span %s", path, s)
-		}
-	}
-	return right, backends
-}
-
-// checkH2Parents counts the front's HTTP/2 client spans under the server
-// span of their own numbered request, and the backend's server spans
-// under the client span of their call; it reports every other span.
-func checkH2Parents(t *testing.T, got []span, path string) (right, backends int) {
-	t.Helper()
-	byID := map[string]span{}
-	for _, s := range got {
-		byID[s.id] = s
-	}
-	for _, s := range got {
-		p, _ := s.attrs["url.path"].(string)
-		switch {
-		case s.service == "front" && s.kind == tracepb.Span_SPAN_KIND_SERVER && strings.HasPrefix(p, path):
-		case s.service == "front" && s.kind == tracepb.Span_SPAN_KIND_CLIENT && strings.HasPrefix(p, "/work/"):
-			srv, ok := byID[s.parent]
-			srvPath, _ := srv.attrs["url.path"].(string)
-			if !ok || srv.kind != tracepb.Span_SPAN_KIND_SERVER || srvPath != path+requestOf(p) || srv.trace != s.trace ||
-				s.attrs["network.protocol.version"] != "2" {
-				t.Errorf("%s: client span %s under %q (%s)", path, s, srvPath, s.parent)
-				continue
-			}
-			right++
-		case s.service == "h2app" && s.kind == tracepb.Span_SPAN_KIND_SERVER && strings.HasPrefix(p, "/work/"):
-			if cli, ok := byID[s.parent]; !ok || cli.service != "front" || cli.kind != tracepb.Span_SPAN_KIND_CLIENT ||
-				cli.attrs["url.path"] != p || cli.trace != s.trace {
+			cli, ok := byID[s.parent]
+			cliName, _, _ := call(cli)
+			if !ok || cli.service != "front" || cli.kind != tracepb.Span_SPAN_KIND_CLIENT || cliName != name || cli.trace != s.trace {
 				t.Errorf("%s: backend span %s is not the child of the front's call of it", path, s)
 				continue
 			}
