@@ -190,11 +190,12 @@ int weft_go_grpc_put(struct pt_regs *ctx)
 	return 0;
 }
 
-/* grpc-go's (*loopyWriter).clientHeaderHandler(hdr *clientHeaders), on
- * the loopy goroutine, before it writes the stream's HEADERS: the claim
- * goes to user space ahead of the write (h2claim.h). Probed at the stack
- * check, which a stack growth passes twice: the first pass takes the
- * item, the second finds none. */
+/* grpc-go's (*loopyWriter).clientHeaderHandler(hdr *clientHeaders) (the
+ * item in RBX; cookie 0), or originateStream(str, hdr *headerFrame)
+ * before grpc-go 1.85 (in RCX; cookie 1), on the loopy goroutine, before
+ * it writes the stream's HEADERS: the claim goes to user space ahead of
+ * the write (h2claim.h). Probed at the stack check, which a stack growth
+ * passes twice: the first pass takes the item, the second finds none. */
 SEC("uprobe/go_grpc_headers")
 int weft_go_grpc_headers(struct pt_regs *ctx)
 {
@@ -202,7 +203,11 @@ int weft_go_grpc_headers(struct pt_regs *ctx)
 	struct go_id id;
 	if (!go_probed_goroutine(ctx, &tgid, &id))
 		return 0;
-	struct grpc_item_key k = {.tgid = tgid, .item = ctx->bx};
+	__u64 bx = ctx->bx, cx = ctx->cx;
+	/* Both loaded as they are: the verifier refuses a context load at an
+	 * offset chosen at run time, which the select would become. */
+	asm volatile("" : "+r"(bx), "+r"(cx));
+	struct grpc_item_key k = {.tgid = tgid, .item = bpf_get_attach_cookie(ctx) ? cx : bx};
 	struct span_ctx *p = bpf_map_lookup_elem(&grpc_items, &k);
 	if (!p)
 		return 0;

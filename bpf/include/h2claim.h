@@ -13,7 +13,8 @@
  * item to the loopy through controlBuffer.executeAndPut: a uprobe on that
  * call in NewStream (weft_go_grpc_put) leaves the caller's request under
  * the item's address, and one where the loopy takes the item
- * (weft_go_grpc_headers, clientHeaderHandler) sends user space a claim
+ * (weft_go_grpc_headers: clientHeaderHandler, or originateStream before
+ * grpc-go 1.85) sends user space a claim
  * event naming the loopy goroutine, the stream (the item's first field)
  * and the request. The loopy's writes on HTTP/2 connections carry its
  * goroutine id, by which user space gives each stream the write opens its

@@ -39,12 +39,13 @@ const (
 	// GRPCNewStream opens a grpc-go client stream on the caller's
 	// goroutine and hands its header item to the connection's loopy
 	// writer through executeAndPut (the item's data word in RDI), probed
-	// at that call; GRPCClientHeaders is where the loopy takes the item
-	// (in RBX) to write the stream's HEADERS (grpc-go 1.85; older releases'
-	// loopy took it in originateStream, which is not probed).
-	GRPCNewStream     = "google.golang.org/grpc/internal/transport.(*http2Client).NewStream"
-	GRPCClientHeaders = "google.golang.org/grpc/internal/transport.(*loopyWriter).clientHeaderHandler"
-	grpcExecuteAndPut = "google.golang.org/grpc/internal/transport.(*controlBuffer).executeAndPut"
+	// at that call; the loopy takes the item to write the stream's
+	// HEADERS in GRPCClientHeaders (the item in RBX; grpc-go 1.85) or, in
+	// older releases, GRPCOriginateStream (in RCX; 1.81 and before).
+	GRPCNewStream       = "google.golang.org/grpc/internal/transport.(*http2Client).NewStream"
+	GRPCClientHeaders   = "google.golang.org/grpc/internal/transport.(*loopyWriter).clientHeaderHandler"
+	GRPCOriginateStream = "google.golang.org/grpc/internal/transport.(*loopyWriter).originateStream"
+	grpcExecuteAndPut   = "google.golang.org/grpc/internal/transport.(*controlBuffer).executeAndPut"
 	// casgstatus is called by newproc1 to make the new goroutine runnable.
 	casgstatus = "runtime.casgstatus"
 	// TLSRead, TLSWrite: crypto/tls's plaintext, probed at entry (the
@@ -137,12 +138,28 @@ func (b *Binary) H2Clients() []string {
 	return out
 }
 
-// GRPCClient reports whether the binary has grpc-go's client transport
-// in the form weft probes: NewStream with its call of executeAndPut,
-// and the loopy writer's clientHeaderHandler.
-func (b *Binary) GRPCClient() bool {
-	_, ok := b.Funcs[GRPCClientHeaders]
-	return ok && len(b.Funcs[GRPCNewStream].Calls) > 0
+// GRPCLoopyTake is the function where grpc-go's loopy writer takes a
+// client stream's header item, as a register of the item: RBX in
+// clientHeaderHandler, RCX in originateStream.
+type GRPCLoopyTake struct {
+	Func  string
+	InRCX bool
+}
+
+// GRPCClient says where to probe grpc-go's client transport: NewStream
+// with its call of executeAndPut, and where the loopy writer takes the
+// item; false when the binary has no such pair.
+func (b *Binary) GRPCClient() (GRPCLoopyTake, bool) {
+	if len(b.Funcs[GRPCNewStream].Calls) == 0 {
+		return GRPCLoopyTake{}, false
+	}
+	if _, ok := b.Funcs[GRPCClientHeaders]; ok {
+		return GRPCLoopyTake{Func: GRPCClientHeaders}, true
+	}
+	if _, ok := b.Funcs[GRPCOriginateStream]; ok {
+		return GRPCLoopyTake{Func: GRPCOriginateStream, InRCX: true}, true
+	}
+	return GRPCLoopyTake{}, false
 }
 
 // CryptoTLS reports whether the binary has crypto/tls's connection read
@@ -219,7 +236,8 @@ func Read(r io.ReaderAt) (b *Binary, err error) {
 	if b.Arch == "" && f.Machine == elf.EM_X86_64 {
 		b.Arch = "amd64"
 	}
-	probed := append(append([]string{NewProc1, RoundTrip, WriteLoop, GRPCNewStream, GRPCClientHeaders}, h2Funcs...), tlsFuncs...)
+	probed := append(append([]string{NewProc1, RoundTrip, WriteLoop, GRPCNewStream, GRPCClientHeaders, GRPCOriginateStream},
+		h2Funcs...), tlsFuncs...)
 	// The functions whose calls are probed, by caller.
 	callees := map[string]string{NewProc1: casgstatus, GRPCNewStream: grpcExecuteAndPut}
 	ranges, stripped, err := funcRanges(f, append(probed, casgstatus, grpcExecuteAndPut)...)

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 )
 
@@ -185,45 +186,57 @@ func TestVersions(t *testing.T) {
 }
 
 // grpc-go's client, in full and stripped builds of the e2e tests' gRPC
-// program: NewStream's one call of executeAndPut (a CALL at the offset),
-// and clientHeaderHandler's stack-check jump.
+// program, against grpc-go 1.85 (the module's) and 1.81 (its own go.mod):
+// NewStream's one call of executeAndPut (a CALL at the offset), and the
+// stack-check jump of the function where the loopy takes the item.
 func TestGRPCClient(t *testing.T) {
-	var bins []*Binary
-	var data [][]byte
-	for _, flags := range [][]string{nil, {"-ldflags=-s -w"}} {
-		out := filepath.Join(t.TempDir(), "h2app")
-		cmd := exec.Command("go", append(append([]string{"build", "-o", out}, flags...), ".")...)
-		cmd.Dir = filepath.Join("..", "..", "test", "e2e", "testdata", "h2app")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build: %v\n%s", err, b)
-		}
-		b, err := Open(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := os.ReadFile(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bins, data = append(bins, b), append(data, d)
-	}
-	for i, b := range bins {
-		if !b.GRPCClient() {
-			t.Fatalf("stripped %v: grpc-go's client not found: %+v %+v", b.Stripped, b.Funcs[GRPCNewStream], b.Funcs[GRPCClientHeaders])
-		}
-		calls := b.Funcs[GRPCNewStream].Calls
-		if len(calls) != 1 || data[i][calls[0]] != 0xe8 {
-			t.Errorf("stripped %v: NewStream's calls of executeAndPut at %#x", b.Stripped, calls)
-		}
-		p := b.Funcs[GRPCClientHeaders].Probe
-		if op := data[i][p]; op != 0x76 && !(op == 0x0f && data[i][p+1] == 0x86) {
-			t.Errorf("stripped %v: clientHeaderHandler probed at %#x, whose %#x is no JBE", b.Stripped, p, op)
-		}
-	}
-	if f, s := bins[0].Funcs[GRPCNewStream], bins[1].Funcs[GRPCNewStream]; f.Calls[0] != s.Calls[0] {
-		t.Errorf("full and stripped builds differ: %+v, %+v", f, s)
-	}
-	if bins[0].Funcs[GRPCClientHeaders].Probe != bins[1].Funcs[GRPCClientHeaders].Probe {
-		t.Error("clientHeaderHandler probed at different offsets in full and stripped builds")
+	for _, tc := range []struct {
+		name, modfile string
+		take          GRPCLoopyTake
+	}{
+		{"grpc-1.85", "", GRPCLoopyTake{Func: GRPCClientHeaders}},
+		{"grpc-1.81", "test/e2e/testdata/h2app/grpc-1.81.mod", GRPCLoopyTake{Func: GRPCOriginateStream, InRCX: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var bins []*Binary
+			for _, flags := range [][]string{nil, {"-ldflags=-s -w"}} {
+				out := filepath.Join(t.TempDir(), "h2app")
+				args := append([]string{"build", "-o", out}, flags...)
+				if tc.modfile != "" {
+					args = append(args, "-modfile="+tc.modfile)
+				}
+				cmd := exec.Command("go", append(args, "./test/e2e/testdata/h2app")...)
+				cmd.Dir = filepath.Join("..", "..")
+				if b, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("go build: %v\n%s", err, b)
+				}
+				b, err := Open(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				data, err := os.ReadFile(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				take, ok := b.GRPCClient()
+				if !ok || take != tc.take {
+					t.Fatalf("stripped %v: grpc-go's client %+v (%v), want %+v", b.Stripped, take, ok, tc.take)
+				}
+				calls := b.Funcs[GRPCNewStream].Calls
+				if len(calls) != 1 || data[calls[0]] != 0xe8 {
+					t.Errorf("stripped %v: NewStream's calls of executeAndPut at %#x", b.Stripped, calls)
+				}
+				p := b.Funcs[take.Func].Probe
+				if op := data[p]; op != 0x76 && !(op == 0x0f && data[p+1] == 0x86) {
+					t.Errorf("stripped %v: %s probed at %#x, whose %#x is no JBE", b.Stripped, take.Func, p, op)
+				}
+				bins = append(bins, b)
+			}
+			for _, name := range []string{GRPCNewStream, tc.take.Func} {
+				if f, s := bins[0].Funcs[name], bins[1].Funcs[name]; f.Probe != s.Probe || !slices.Equal(f.Calls, s.Calls) {
+					t.Errorf("%s: full %+v, stripped %+v", name, f, s)
+				}
+			}
+		})
 	}
 }

@@ -155,8 +155,8 @@ func attachGo(progs *runtimePrograms, pid int, bin *goexec.Binary) (io.Closer, e
 		return nil, fmt.Errorf("open executable: %w", err)
 	}
 	var hooks hookLinks
-	add := func(prog *ebpf.Program, fn string, addr uint64) error {
-		l, err := ex.Uprobe(fn, prog, &link.UprobeOptions{Address: addr, PID: pid})
+	add := func(prog *ebpf.Program, fn string, addr, cookie uint64) error {
+		l, err := ex.Uprobe(fn, prog, &link.UprobeOptions{Address: addr, PID: pid, Cookie: cookie})
 		if err != nil {
 			return fmt.Errorf("uprobe %s at %#x: %w", fn, addr, err)
 		}
@@ -165,39 +165,44 @@ func attachGo(progs *runtimePrograms, pid int, bin *goexec.Binary) (io.Closer, e
 	}
 	np := bin.Funcs[goexec.NewProc1]
 	type probe struct {
-		prog *ebpf.Program
-		fn   string
-		addr uint64
+		prog   *ebpf.Program
+		fn     string
+		addr   uint64
+		cookie uint64 // what the program reads with bpf_get_attach_cookie
 	}
 	var probes []probe
 	switch bin.NewProc() {
 	case goexec.HookCasg:
 		for _, a := range np.Calls {
-			probes = append(probes, probe{progs.GoNewproc1Casg, goexec.NewProc1, a})
+			probes = append(probes, probe{progs.GoNewproc1Casg, goexec.NewProc1, a, 0})
 		}
 	case goexec.HookEntryReturn:
-		probes = append(probes, probe{progs.GoNewproc1, goexec.NewProc1, np.Probe})
+		probes = append(probes, probe{progs.GoNewproc1, goexec.NewProc1, np.Probe, 0})
 		fallthrough
 	case goexec.HookReturn:
 		for _, a := range np.Returns {
-			probes = append(probes, probe{progs.GoNewproc1Ret, goexec.NewProc1, a})
+			probes = append(probes, probe{progs.GoNewproc1Ret, goexec.NewProc1, a, 0})
 		}
 	}
 	if bin.NetHTTPClient() {
-		probes = append(probes, probe{progs.GoRoundtrip, goexec.RoundTrip, bin.Funcs[goexec.RoundTrip].Probe},
-			probe{progs.GoWriteloop, goexec.WriteLoop, bin.Funcs[goexec.WriteLoop].Probe})
+		probes = append(probes, probe{progs.GoRoundtrip, goexec.RoundTrip, bin.Funcs[goexec.RoundTrip].Probe, 0},
+			probe{progs.GoWriteloop, goexec.WriteLoop, bin.Funcs[goexec.WriteLoop].Probe, 0})
 	}
 	for _, fn := range bin.H2Clients() {
-		probes = append(probes, probe{progs.GoH2Headers, fn, bin.Funcs[fn].Probe})
+		probes = append(probes, probe{progs.GoH2Headers, fn, bin.Funcs[fn].Probe, 0})
 	}
-	if bin.GRPCClient() {
+	if take, ok := bin.GRPCClient(); ok {
 		for _, a := range bin.Funcs[goexec.GRPCNewStream].Calls {
-			probes = append(probes, probe{progs.GoGRPCPut, goexec.GRPCNewStream, a})
+			probes = append(probes, probe{progs.GoGRPCPut, goexec.GRPCNewStream, a, 0})
 		}
-		probes = append(probes, probe{progs.GoGRPCHeaders, goexec.GRPCClientHeaders, bin.Funcs[goexec.GRPCClientHeaders].Probe})
+		var inRCX uint64 // the cookie weft_go_grpc_headers reads
+		if take.InRCX {
+			inRCX = 1
+		}
+		probes = append(probes, probe{progs.GoGRPCHeaders, take.Func, bin.Funcs[take.Func].Probe, inRCX})
 	}
 	for _, p := range probes {
-		if err = add(p.prog, p.fn, p.addr); err != nil {
+		if err = add(p.prog, p.fn, p.addr, p.cookie); err != nil {
 			break
 		}
 	}

@@ -410,7 +410,7 @@ func TestHTTP2Curl(t *testing.T) {
 // this host (HPACK leaves no room for injection).
 func TestHTTP2ClientParents(t *testing.T) {
 	setup(t)
-	checkFrontCalls(t, "-mode=h2-front", func(tls bool) []string {
+	checkFrontCalls(t, bins.h2app, "-mode=h2-front", func(tls bool) []string {
 		if tls {
 			return []string{"-mode=https-server"}
 		}
@@ -423,22 +423,28 @@ func TestHTTP2ClientParents(t *testing.T) {
 // client span still goes under the request that made it (h2claim.h). A Go
 // front calls h2app's gRPC server on one connection, h2c and TLS: /req/N
 // makes call CallN, /fan/N makes CallN_a and CallN_b from two goroutines
-// at once; handlers on both sides wait.
+// at once; handlers on both sides wait. The front is built against
+// grpc-go 1.85 and 1.81, whose loopy takes streams in another function.
 func TestGRPCClientParents(t *testing.T) {
 	setup(t)
-	checkFrontCalls(t, "-mode=grpc-front", func(tls bool) []string {
-		return []string{"-mode=grpc-server", "-tls=" + strconv.FormatBool(tls)}
-	}, grpcCall)
+	for _, front := range []struct{ name, bin string }{{"grpc-1.85", bins.h2app}, {"grpc-1.81", bins.h2appGRPC181}} {
+		t.Run(front.name, func(t *testing.T) {
+			checkFrontCalls(t, front.bin, "-mode=grpc-front", func(tls bool) []string {
+				return []string{"-mode=grpc-server", "-tls=" + strconv.FormatBool(tls)}
+			}, grpcCall)
+		})
+	}
 }
 
 // checkFrontCalls starts h2app's backend (backendArgs, h2c then TLS) and
-// h2app's front in frontMode calling it over one HTTP/2 connection, sends
+// a front (frontBin, an h2app build, in frontMode) calling it over one
+// HTTP/2 connection, sends
 // 300 numbered requests at c32 to /req/ (one call each) and to /fan/ (two
 // from two goroutines), and requires every client span (named by call)
 // under its own request and every backend span under its call
 // (checkFrontParents), no other span, and every backend span linked on
 // this host.
-func checkFrontCalls(t *testing.T, frontMode string, backendArgs func(tls bool) []string,
+func checkFrontCalls(t *testing.T, frontBin, frontMode string, backendArgs func(tls bool) []string,
 	call func(span) (name, request string, ok bool)) {
 	t.Helper()
 	for _, tls := range []bool{false, true} {
@@ -446,7 +452,7 @@ func checkFrontCalls(t *testing.T, frontMode string, backendArgs func(tls bool) 
 		t.Run(name, func(t *testing.T) {
 			rcv := otlptest.Start(t)
 			backend, backAddr := startListener(t, exec.Command(bins.h2app, backendArgs(tls)...))
-			cmd := exec.Command(bins.h2app, frontMode, "-addr="+backAddr, "-tls="+strconv.FormatBool(tls))
+			cmd := exec.Command(frontBin, frontMode, "-addr="+backAddr, "-tls="+strconv.FormatBool(tls))
 			cmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME=front")
 			front, frontAddr := startListener(t, cmd)
 			w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", front.Pid(), backend.Pid()))

@@ -32,8 +32,13 @@ var bins struct {
 	websr  string
 	client string
 	h2app  string
-	err    error
+	// h2appGRPC181 is h2app built against grpc-go 1.81 (grpc181Mod).
+	h2appGRPC181 string
+	err          error
 }
+
+// grpc181Mod is the go.mod h2app is built with against grpc-go 1.81.
+const grpc181Mod = "test/e2e/testdata/h2app/grpc-1.81.mod"
 
 // build compiles weft and the test server once per test binary, or takes
 // them from WEFT_E2E_BIN_DIR (inside a QEMU guest there is no Go toolchain).
@@ -45,6 +50,7 @@ func build(t *testing.T) {
 			bins.websr = filepath.Join(dir, "websrv")
 			bins.client = filepath.Join(dir, "rawclient")
 			bins.h2app = filepath.Join(dir, "h2app")
+			bins.h2appGRPC181 = filepath.Join(dir, "h2app-grpc-1.81")
 			return
 		}
 		bins.dir, bins.err = os.MkdirTemp("", "weft-e2e-")
@@ -56,13 +62,18 @@ func build(t *testing.T) {
 		bins.websr = filepath.Join(bins.dir, "websrv")
 		bins.client = filepath.Join(bins.dir, "rawclient")
 		bins.h2app = filepath.Join(bins.dir, "h2app")
+		bins.h2appGRPC181 = filepath.Join(bins.dir, "h2app-grpc-1.81")
 		for out, pkg := range map[string]string{bins.weft: "./cmd/weft", bins.websr: "./test/e2e/testdata/websrv",
-			bins.client: "./test/e2e/testdata/rawclient", bins.h2app: "./test/e2e/testdata/h2app"} {
+			bins.client: "./test/e2e/testdata/rawclient", bins.h2app: "./test/e2e/testdata/h2app",
+			bins.h2appGRPC181: "./test/e2e/testdata/h2app"} {
 			cmd := exec.Command("go", "build", "-o", out, pkg)
-			if out == bins.h2app {
+			if pkg == "./test/e2e/testdata/h2app" {
 				// Stripped, as production Go binaries often are: its
 				// functions come from the Go table (TestTLSGo).
 				cmd.Args = append(cmd.Args[:2], "-ldflags=-s -w", "-o", out, pkg)
+			}
+			if out == bins.h2appGRPC181 {
+				cmd.Args = append(cmd.Args[:2], append([]string{"-modfile=" + grpc181Mod}, cmd.Args[2:]...)...)
 			}
 			cmd.Dir = root
 			if b, err := cmd.CombinedOutput(); err != nil {

@@ -33,13 +33,18 @@ func guestNginx(t *testing.T) (map[string]string, map[string][]byte) {
 }
 
 // buildStatic compiles a package of this module as a static binary; with
-// test set, its test binary. h2app is stripped, as the host's tests build it.
+// test set, its test binary. h2app is stripped, as the host's tests build
+// it; h2app-grpc-1.81 is h2app against grpc-go 1.81 (its own go.mod).
 func buildStatic(t *testing.T, pkg, name string, test bool) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), name)
 	args := []string{"build", "-trimpath", "-buildvcs=false", "-o", out, pkg}
-	if name == "h2app" {
+	switch name {
+	case "h2app":
 		args = []string{"build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", out, pkg}
+	case "h2app-grpc-1.81":
+		args = []string{"build", "-trimpath", "-buildvcs=false", "-modfile=test/e2e/testdata/h2app/grpc-1.81.mod",
+			"-ldflags=-s -w", "-o", out, pkg}
 	}
 	if test {
 		args = []string{"test", "-c", "-trimpath", "-buildvcs=false", "-o", out, pkg}
@@ -62,11 +67,12 @@ func buildStatic(t *testing.T, pkg, name string, test bool) string {
 func TestWeftEndToEndInGuests(t *testing.T) {
 	kernels := testKernels(t)
 	bins := map[string]string{
-		"/opt/weft/weft":      buildStatic(t, "./cmd/weft", "weft", false),
-		"/opt/weft/websrv":    buildStatic(t, "./test/e2e/testdata/websrv", "websrv", false),
-		"/opt/weft/rawclient": buildStatic(t, "./test/e2e/testdata/rawclient", "rawclient", false),
-		"/opt/weft/h2app":     buildStatic(t, "./test/e2e/testdata/h2app", "h2app", false),
-		"/opt/weft/e2e.test":  buildStatic(t, "./test/e2e", "e2e.test", true),
+		"/opt/weft/weft":            buildStatic(t, "./cmd/weft", "weft", false),
+		"/opt/weft/websrv":          buildStatic(t, "./test/e2e/testdata/websrv", "websrv", false),
+		"/opt/weft/rawclient":       buildStatic(t, "./test/e2e/testdata/rawclient", "rawclient", false),
+		"/opt/weft/h2app":           buildStatic(t, "./test/e2e/testdata/h2app", "h2app", false),
+		"/opt/weft/h2app-grpc-1.81": buildStatic(t, "./test/e2e/testdata/h2app", "h2app-grpc-1.81", false),
+		"/opt/weft/e2e.test":        buildStatic(t, "./test/e2e", "e2e.test", true),
 		// TestGoAsyncParents's front, a module of its own (see its go.mod)
 		"/opt/weft/goasync-go-default": buildGoAsync(t),
 	}
