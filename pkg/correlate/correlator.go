@@ -270,7 +270,7 @@ func New(opts Options, emit func(*spans.Span)) *Correlator {
 		c.stats.EvictedConns.Add(1)
 		c.abandon(cn, cn.lastTS, "connection_evicted")
 		if cn.h2 != nil {
-			c.unlinkClient(cn.h2)
+			c.unlinkClient(cn.h2, cn.lastTS)
 		}
 	})
 	return c

@@ -32,6 +32,9 @@ type h2conn struct {
 	// parent the server spans of the same connection's other end, when
 	// weft traces both (h2link.go); nil when it cannot be keyed.
 	links *h2linkTable
+	// peer is the client table a server connection's streams linked to
+	// first: the same connection's other end, kept after its close.
+	peer *h2linkTable
 }
 
 var (
@@ -57,7 +60,7 @@ func (c *Correlator) startH2(cn *conn, ev *event.Event) {
 	}
 	if requests == event.Egress {
 		cn.h2.link, cn.h2.linkable = c.linkKey(cn, cn.local, cn.remote)
-		c.linkClient(cn.h2)
+		c.linkClient(cn.h2, ev.Time)
 	} else {
 		cn.h2.link, cn.h2.linkable = c.linkKey(cn, cn.remote, cn.local)
 	}
@@ -71,7 +74,7 @@ func (c *Correlator) closeH2(cn *conn, ts uint64) {
 	if !hc.lost {
 		c.stats.H2StreamsLost.Add(uint64(hc.c.Open()))
 	}
-	c.unlinkClient(hc)
+	c.unlinkClient(hc, ts)
 	if ex := hc.upgraded; ex != nil {
 		hc.upgraded = nil
 		ex.span.ErrorType = "response_incomplete"
@@ -109,7 +112,7 @@ func (c *Correlator) h2data(cn *conn, ev *event.Event) {
 		// Streams still open are not followed further: counted, no span
 		// (the times and status it would have would be guesses).
 		hc.lost = true
-		c.unlinkClient(hc)
+		c.unlinkClient(hc, ev.Time)
 		hc.streams = nil
 		c.stats.H2Lost.Add(1)
 		c.stats.H2StreamsLost.Add(uint64(hc.c.Open()))

@@ -35,6 +35,15 @@ type h2linkTable struct {
 	key   h2linkKey
 	ids   map[uint32]spanIDs
 	ended []uint32 // oldest first, at most linkEndedKept
+	// closedAt is when the client's connection closed (or stopped being
+	// followed), 0 while open: the table stays linkWait longer, since the
+	// server's last write can be read after the client's close.
+	closedAt uint64
+	// replacedAt is when this table took the key of a closed one still
+	// kept (a new connection with the same addresses), else 0: for
+	// linkWait from then, a server end not yet bound to a table may be
+	// the old connection's, and links nothing here.
+	replacedAt uint64
 }
 
 // linkKey is the key of cn's connection, false when it has none: once per
@@ -57,8 +66,9 @@ func (c *Correlator) linkKey(cn *conn, client, server netip.AddrPort) (h2linkKey
 	return k, true
 }
 
-// linkClient opens the link table of hc, an HTTP/2 client connection.
-func (c *Correlator) linkClient(hc *h2conn) {
+// linkClient opens the link table of hc, an HTTP/2 client connection
+// first seen at ts.
+func (c *Correlator) linkClient(hc *h2conn, ts uint64) {
 	if !hc.linkable {
 		return
 	}
@@ -66,17 +76,34 @@ func (c *Correlator) linkClient(hc *h2conn) {
 	if c.h2links == nil {
 		c.h2links = map[h2linkKey]*h2linkTable{}
 	}
+	if c.h2links[hc.link] != nil {
+		t.replacedAt = ts
+	}
 	c.h2links[hc.link] = t
 	hc.links = t
 }
 
-// unlinkClient drops hc's table: its connection closed or is no longer
-// followed.
-func (c *Correlator) unlinkClient(hc *h2conn) {
-	if t := hc.links; t != nil && c.h2links[t.key] == t {
-		delete(c.h2links, t.key)
+// unlinkClient closes hc's table at ts: its connection closed or is no
+// longer followed. The table goes linkWait later (expireLinks).
+func (c *Correlator) unlinkClient(hc *h2conn, ts uint64) {
+	if t := hc.links; t != nil && t.closedAt == 0 {
+		t.closedAt = max(ts, 1)
 	}
 	hc.links = nil
+}
+
+// linkTable is the client table for a stream of server connection hc
+// ending at ts: the one hc's earlier streams linked to, else the one of
+// its key, unless that table may be another connection's (replacedAt).
+func (c *Correlator) linkTable(hc *h2conn, ts uint64) *h2linkTable {
+	if hc.peer != nil {
+		return hc.peer
+	}
+	t := c.h2links[hc.link]
+	if t != nil && t.replacedAt != 0 && ts < t.replacedAt+uint64(linkWait.Nanoseconds()) {
+		return nil
+	}
+	return t
 }
 
 // end keeps the client span of stream a while for its server's end.
@@ -104,7 +131,8 @@ func (c *Correlator) serverParent(cn *conn, x *h2.Exchange, s *spans.Span) (link
 	if !linkable {
 		return false, k, false
 	}
-	if t := c.h2links[k]; t != nil && t.take(x.StreamID, s) {
+	if t := c.linkTable(cn.h2, x.End); t != nil && t.take(x.StreamID, s) {
+		cn.h2.peer = t
 		c.stats.H2Linked.Add(1)
 		return true, k, true
 	}
@@ -151,11 +179,12 @@ func (c *Correlator) awaitLink(k h2linkKey, stream uint32, ex *exchange) {
 }
 
 // resolveLink ends the server span that waited for stream of t's
-// connection, now that the client span is known.
+// connection, now that the client span is known, unless that span may
+// be another connection's (t replaced a closed table of its key lately).
 func (c *Correlator) resolveLink(t *h2linkTable, stream uint32) {
 	sk := h2streamKey{t.key, stream}
 	ex, ok := c.h2awaiting[sk]
-	if !ok || !t.take(stream, &ex.span) {
+	if !ok || (t.replacedAt != 0 && ex.lastTS < t.replacedAt+uint64(linkWait.Nanoseconds())) || !t.take(stream, &ex.span) {
 		return
 	}
 	delete(c.h2awaiting, sk)
@@ -164,13 +193,20 @@ func (c *Correlator) resolveLink(t *h2linkTable, stream uint32) {
 }
 
 // expireLinks ends the server spans that waited longer than linkWait
-// (all of them when now is 0) in traces of their own.
+// (all of them when now is 0) in traces of their own, and drops the
+// tables of client connections closed longer ago than that.
 func (c *Correlator) expireLinks(now uint64) {
+	wait := uint64(linkWait.Nanoseconds())
 	for sk, ex := range c.h2awaiting {
-		if now == 0 || now > ex.lastTS+uint64(linkWait.Nanoseconds()) {
+		if now == 0 || now > ex.lastTS+wait {
 			delete(c.h2awaiting, sk)
 			c.newTrace(&ex.span)
 			c.done(ex)
+		}
+	}
+	for k, t := range c.h2links {
+		if t.closedAt != 0 && (now == 0 || now > t.closedAt+wait) {
+			delete(c.h2links, k)
 		}
 	}
 }

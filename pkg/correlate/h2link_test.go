@@ -18,9 +18,11 @@ func (r *rec) h2end(conn uint64, pid uint32, local, remote netip.AddrPort, dir e
 // Both ends of HTTP/2 connections on this host: a server stream is the
 // child of the client span of the same connection and stream, whether the
 // server's or the client's end finishes first, and when the server's
-// answer is read before the client's request (it waits); a stream of
-// another connection, or of a loopback connection in another network
-// namespace, starts its own trace once its wait is over.
+// answer is read before the client's request (it waits), and when the
+// client closed first; a stream of another connection, or of a loopback
+// connection in another network namespace, or of a server end that may
+// belong to the closed connection whose addresses a new one took, starts
+// its own trace once its wait is over.
 func TestH2SameHostLink(t *testing.T) {
 	ns := map[uint32]uint64{1: 4026531840, 2: 4026531840, 3: 4026532000}
 	r := newRec(t, Options{NetNS: func(pid uint32) (uint64, bool) { v, ok := ns[pid]; return v, ok }})
@@ -88,8 +90,35 @@ func TestH2SameHostLink(t *testing.T) {
 	if got := r.c.Stats().H2Linked.Load(); got != 3 {
 		t.Errorf("linked %d, want 3", got)
 	}
-	r.c.Handle(&event.Event{Kind: event.KindClose, ConnID: 1, PID: 1, Time: 16 * ms})
-	if len(r.c.h2links) != 0 {
-		t.Errorf("%d link tables after the client connection closed", len(r.c.h2links))
+	// The client reads its last answer and closes before the event of the
+	// server's write of it is read: the table stays linkWait for it.
+	r.h2end(1, 1, cli, srv, event.Egress, 16*ms, get(creq, 7, "/after-close"))
+	r.h2end(2, 2, srv, cli, event.Ingress, 16*ms, get(sreq, 7, "/after-close"))
+	r.h2end(1, 1, cli, srv, event.Ingress, 17*ms, ok(cresp, 7))
+	r.c.Handle(&event.Event{Kind: event.KindClose, ConnID: 1, PID: 1, Time: 18 * ms})
+	// Meanwhile a new connection with the same addresses opens stream 1,
+	// and a server end weft had not linked yet (it may be the old
+	// connection's) ends its stream 1: no link from the new table.
+	r.h2end(5, 1, cli, srv, event.Egress, 19*ms, get(newH2Copy(true), 1, "/new-conn"))
+	r.h2end(6, 2, srv, cli, event.Ingress, 19*ms, get(newH2Copy(true), 1, "/unbound"))
+	r.h2end(6, 2, srv, cli, event.Egress, 20*ms, ok(newH2Copy(false), 1))
+	r.h2end(2, 2, srv, cli, event.Egress, 21*ms, ok(sresp, 7))
+	r.c.Expire(20*ms + uint64(linkWait.Nanoseconds()) + 1)
+	servers = map[string]spans.Span{}
+	for _, s := range r.spans[8:] {
+		if s.Kind == spans.KindClient {
+			clients[s.Path] = s
+		} else {
+			servers[s.Path] = s
+		}
+	}
+	if c, s := clients["/after-close"], servers["/after-close"]; s.ParentID != c.SpanID || s.TraceID != c.TraceID {
+		t.Errorf("/after-close: server under %s, want the client span %s", s.ParentID, c.SpanID)
+	}
+	if s, ok := servers["/unbound"]; !ok || s.ParentID.IsValid() {
+		t.Errorf("/unbound: server span %v under %s, want a trace of its own", ok, s.ParentID)
+	}
+	if len(r.c.h2links) != 1 || r.c.h2links[h2linkKey{client: cli, server: srv, netns: ns[1]}].closedAt != 0 {
+		t.Errorf("link tables %v: want the new connection's alone", r.c.h2links)
 	}
 }
