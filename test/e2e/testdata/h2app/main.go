@@ -349,14 +349,20 @@ func grpcServer(useTLS bool, certOut string) error {
 	return s.Serve(ln)
 }
 
-// grpcClient makes n calls of each kind on one connection, concurrently:
-// Get of a key (OK), Get of a missing key (NOT_FOUND), List (3 messages).
-func grpcClient(addr string, n int, useTLS bool) error {
+// dialGRPC is a client of the gRPC server at addr, over h2c or TLS (the
+// test's certificate is not checked).
+func dialGRPC(addr string, useTLS bool) (*grpc.ClientConn, error) {
 	creds := insecure.NewCredentials()
 	if useTLS {
 		creds = credentials.NewTLS(&tls.Config{InsecureSkipVerify: true})
 	}
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+	return grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+}
+
+// grpcClient makes n calls of each kind on one connection, concurrently:
+// Get of a key (OK), Get of a missing key (NOT_FOUND), List (3 messages).
+func grpcClient(addr string, n int, useTLS bool) error {
+	cc, err := dialGRPC(addr, useTLS)
 	if err != nil {
 		return err
 	}
@@ -516,11 +522,7 @@ func h2Front(backend string, useTLS bool) error {
 // grpcFront is h2-front calling a gRPC backend (grpc-server) on one
 // connection: /weft.test.Work/Call<i>, and Call<i>_a, Call<i>_b.
 func grpcFront(backend string, useTLS bool) error {
-	creds := insecure.NewCredentials()
-	if useTLS {
-		creds = credentials.NewTLS(&tls.Config{InsecureSkipVerify: true})
-	}
-	cc, err := grpc.NewClient(backend, grpc.WithTransportCredentials(creds))
+	cc, err := dialGRPC(backend, useTLS)
 	if err != nil {
 		return err
 	}
