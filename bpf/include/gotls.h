@@ -1,12 +1,20 @@
 /* Go's crypto/tls: (*Conn).Read(b []byte) (int, error), (*Conn).Write
- * and (*Conn).clientHandshake / serverHandshake, per Go process, at the
- * stack check's jump
- * (the arguments: c in RAX, b's pointer in RBX, its length in RCX) and at
- * each RET (n in RAX), since Go moves stacks and uretprobes cannot be
- * used (gohooks.h). A call is keyed by its goroutine (R14's g): the
- * goroutine may resume on another thread between the call and its socket
- * calls (tls.h). The cookie says which function, whether a RET, and
- * whether the entry probe sits on the stack check's jump.
+ * and (*Conn).clientHandshake / serverHandshake, per Go process. Go moves
+ * stacks, so uretprobes cannot be used (gohooks.h); and a RET probe is
+ * single-stepped (two traps), so Read and Write are probed where one trap
+ * does, at an instruction uprobes emulate (a jump or a CALL):
+ *  - Read at its stack check's jump (c in RAX), which notes the call, and
+ *    at its call of memmove that copies the plaintext into b
+ *    (bytes.Reader's Read inlined: the source in RBX, the length in RCX);
+ *  - Write at its calls of writeRecordLocked (c in RAX, the record type in
+ *    BL, the plaintext in RCX, its length in RDI), past the handshake, so
+ *    the connection's socket is known.
+ * The handshakes, once per connection, at entry and at each RET.
+ * A call is keyed by its goroutine (R14's g): the goroutine may resume on
+ * another thread between the call and its socket calls (tls.h). Read and
+ * Write notes outlive their calls, which no probe ends: a socket call on
+ * another socket than the connection's shows them stale
+ * (tls_note_stale). The cookie says which probe point it is.
  * Included by common.h after emit_data. */
 #ifndef WEFT_GOTLS_H
 #define WEFT_GOTLS_H
@@ -14,15 +22,17 @@
 #include "common.h"
 #include "tlscall.h"
 
-enum go_tls_fn {
-	GO_TLS_WRITE = 0,
-	GO_TLS_READ = 1,
-	GO_TLS_HANDSHAKE = 2,
+enum go_tls_probe {
+	GO_TLS_READ = 1,	 /* Read's stack check */
+	GO_TLS_HANDSHAKE = 2,	 /* a handshake's entry */
+	GO_TLS_READ_COPY = 3,	 /* Read's memmove into b */
+	GO_TLS_WRITE_RECORD = 4, /* Write's call of writeRecordLocked */
 };
 #define GO_TLS_RET 0x100 /* cookie bit: a RET of the function */
 #define GO_TLS_AT_CHECK 0x200 /* cookie bit: the probe is the stack check's JBE */
 #define X86_FLAGS_CF 0x0001
 #define X86_FLAGS_ZF 0x0040
+#define TLS_RECORD_APPLICATION_DATA 23
 
 static __always_inline int go_tls(struct pt_regs *ctx)
 {
@@ -36,51 +46,64 @@ static __always_inline int go_tls(struct pt_regs *ctx)
 		return 0;
 	__u64 key = go_tls_key(tgid, id.goid);
 	__u64 cookie = bpf_get_attach_cookie(ctx);
-	if (cookie & GO_TLS_RET) {
-		__u64 fn = cookie & ~GO_TLS_RET;
-		__u8 dir = fn == GO_TLS_WRITE ? WEFT_DIR_EGRESS : fn == GO_TLS_READ ? WEFT_DIR_INGRESS : TLS_NO_PLAINTEXT;
-		struct tls_call c;
-		long n = (long)ctx->ax;
-		if (tls_call_end(key, dir, &c) && n > 0)
-			tls_report(ctx, pid_tgid, &c, n);
+	struct tls_call c = {.conn = ctx->ax, .unended = 1};
+	if (cookie & GO_TLS_RET) { /* a handshake's */
+		tls_call_end(key, TLS_NO_PLAINTEXT, &c);
 		return 0;
 	}
 	/* A call whose stack must grow first jumps from the stack check to
 	 * runtime.morestack and starts over, passing the probe again: only
 	 * the pass that goes on into the body counts (JBE jumps on CF or
-	 * ZF). A Write reported twice would be parsed twice. */
+	 * ZF). */
 	if ((cookie & GO_TLS_AT_CHECK) && (ctx->flags & (X86_FLAGS_CF | X86_FLAGS_ZF)))
 		return 0;
-	cookie &= ~GO_TLS_AT_CHECK;
-	struct tls_call c = {.conn = ctx->ax, .buf = ctx->bx};
-	switch (cookie) {
-	case GO_TLS_WRITE:
-		c.dir = WEFT_DIR_EGRESS;
-		break;
+	switch (cookie & ~GO_TLS_AT_CHECK) {
 	case GO_TLS_READ:
 		c.dir = WEFT_DIR_INGRESS;
 		break;
-	case GO_TLS_HANDSHAKE:
-		c.dir = TLS_NO_PLAINTEXT;
-		c.buf = 0;
+	case GO_TLS_READ_COPY: {
+		/* The note stays: a close-notify alert may still be read. */
+		struct tls_call *open = bpf_map_lookup_elem(&tls_calls, &key);
+		if (!open || open->dir != WEFT_DIR_INGRESS)
+			return 0;
+		c = *open;
+		c.buf = ctx->bx;
+		tls_report(ctx, pid_tgid, &c, ctx->cx);
+		return 0;
+	}
+	case GO_TLS_WRITE_RECORD:
+		if (ctx->bx != TLS_RECORD_APPLICATION_DATA)
+			return 0;
+		c.dir = WEFT_DIR_EGRESS;
+		c.buf = ctx->cx;
 		break;
+	case GO_TLS_HANDSHAKE: {
+		/* A new connection (or a renegotiation): the socket an object
+		 * at this address had before is forgotten, by an open call of
+		 * it too; the handshake's socket calls name the new one. */
+		struct tls_conn_key tk = {.conn = c.conn, .tgid = tgid};
+		bpf_map_delete_elem(&tls_socks, &tk);
+		struct tls_call *open = bpf_map_lookup_elem(&tls_calls, &key);
+		if (open && open->conn == c.conn)
+			open->sock = 0;
+		c.dir = TLS_NO_PLAINTEXT;
+		tls_call_begin(pi, key, &c);
+		return 0;
+	}
 	default:
 		return 0;
 	}
+	/* Known now, a socket call on it need not name it again. */
+	c.sock = tls_sock_of(c.conn, tgid);
 	tls_call_begin(pi, key, &c);
 	if (c.dir != WEFT_DIR_EGRESS)
 		return 0;
-	tls_write_begins(pid_tgid, c.conn, c.buf, ctx->cx, &id);
-	/* Reported now rather than at a RET: the goroutine that reads the
-	 * answer (net/http's readLoop) may reach its own RET first, on
-	 * another CPU, and an answer seen before its request is matched to
-	 * the next one. A Write moves all of b unless the connection fails;
-	 * where the socket is not known yet, the RET reports it. */
-	if (tls_report(ctx, pid_tgid, &c, ctx->cx)) {
-		struct tls_call *open = bpf_map_lookup_elem(&tls_calls, &key);
-		if (open && open->conn == c.conn && open->dir == WEFT_DIR_EGRESS)
-			open->early = 1;
-	}
+	/* Reported now, before a byte leaves: the goroutine that reads the
+	 * answer (net/http's readLoop) may report it first, on another CPU,
+	 * and an answer seen before its request is matched to the next one.
+	 * A Write moves all of its record unless the connection fails. */
+	tls_write_begins(pid_tgid, c.conn, c.buf, ctx->di, &id);
+	tls_report(ctx, pid_tgid, &c, ctx->di);
 	return 0;
 }
 

@@ -24,7 +24,8 @@ struct tls_call {
 	__u64 done; /* where an _ex variant stores the bytes it moved, else 0 */
 	__u64 sock; /* the socket a nested call moved ciphertext on, else 0 */
 	__u8 dir;   /* enum weft_direction, or TLS_NO_PLAINTEXT */
-	__u8 early; /* the plaintext was reported at the call's entry */
+	__u8 unended; /* no probe ends the note (gotls.h): a socket call on
+		       * another socket than the connection's shows it stale */
 	__u8 _pad[6];
 };
 
@@ -58,6 +59,15 @@ struct {
 	__type(value, __u64);
 } tls_socks SEC(".maps");
 
+/* The socket connection object conn of process tgid was last seen on,
+ * or 0. */
+static __always_inline __u64 tls_sock_of(__u64 conn, __u32 tgid)
+{
+	struct tls_conn_key k = {.conn = conn, .tgid = tgid};
+	__u64 *s = bpf_map_lookup_elem(&tls_socks, &k);
+	return s ? *s : 0;
+}
+
 /* The key user space and the kernel's skip table use for a socket's
  * plaintext: socket addresses are aligned, so the low bit is free. */
 #define TLS_SOCK_KEY(sk) ((__u64)(sk) | 1)
@@ -89,6 +99,18 @@ static __always_inline void proc_tls_mark(struct proc_info *pi, __u8 flags)
 		pi->tls |= flags;
 }
 
+/* Whether unended note c (its call returned long ago, maybe) is not the
+ * call of this socket call on sk: a TLS connection moves its ciphertext
+ * on one socket, so a call on another socket is the goroutine's own, in
+ * clear. A connection whose socket is not known yet takes sk: the
+ * handshake (whose note is ended) names it first, and forgets the old
+ * one (gotls.h). */
+static __always_inline bool tls_note_stale(const struct tls_call *c, __u32 tgid, __u64 sk)
+{
+	__u64 known = c->sock ? c->sock : tls_sock_of(c->conn, tgid);
+	return known && known != sk;
+}
+
 /* A socket call made inside an open TLS call of this thread (goroutine)
  * of process pi: ties the call's connection object to the socket; true
  * when it is so (its bytes are ciphertext, reported as the call's
@@ -102,6 +124,10 @@ static __always_inline bool tls_nested(struct proc_info *pi, __u64 pid_tgid, __u
 	if (!c)
 		return false;
 	if (c->sock != sk) {
+		if (c->unended && tls_note_stale(c, pid_tgid >> 32, sk)) {
+			bpf_map_delete_elem(&tls_calls, &key);
+			return false;
+		}
 		c->sock = sk;
 		struct tls_conn_key k = {.conn = c->conn, .tgid = pid_tgid >> 32};
 		bpf_map_update_elem(&tls_socks, &k, &sk, BPF_ANY);

@@ -85,7 +85,7 @@ static __always_inline void tls_write_begins(__u64 pid_tgid, __u64 conn, __u64 b
  * socket its connection uses. False when nothing was reported. */
 static __always_inline bool tls_report(void *ctx, __u64 pid_tgid, const struct tls_call *c, __u64 n)
 {
-	if (c->dir == TLS_NO_PLAINTEXT || c->early || n == 0 || n > 0xffffffff)
+	if (c->dir == TLS_NO_PLAINTEXT || n == 0 || n > 0xffffffff)
 		return false;
 	__u64 sk = c->sock;
 	if (!sk) {

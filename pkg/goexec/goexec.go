@@ -48,10 +48,16 @@ const (
 	grpcExecuteAndPut   = "google.golang.org/grpc/internal/transport.(*controlBuffer).executeAndPut"
 	// casgstatus is called by newproc1 to make the new goroutine runnable.
 	casgstatus = "runtime.casgstatus"
-	// TLSRead, TLSWrite: crypto/tls's plaintext, probed at entry (the
-	// buffer) and at each return (the bytes moved).
-	TLSRead  = "crypto/tls.(*Conn).Read"
-	TLSWrite = "crypto/tls.(*Conn).Write"
+	// TLSRead, TLSWrite: crypto/tls's plaintext. Read is probed at entry
+	// and at its call of memmove, which copies the plaintext into the
+	// caller's buffer (bytes.Reader's Read inlined); Write at its calls of
+	// tlsWriteRecord, to which it hands the plaintext once the handshake
+	// is over. Calls, not RETs: uprobes emulate a CALL (one trap) but
+	// single-step a RET (two).
+	TLSRead        = "crypto/tls.(*Conn).Read"
+	TLSWrite       = "crypto/tls.(*Conn).Write"
+	memmove        = "runtime.memmove"
+	tlsWriteRecord = "crypto/tls.(*Conn).writeRecordLocked"
 	// TLSClientHandshake, TLSServerHandshake move ciphertext only; their
 	// socket calls name the connection's socket before the first write.
 	// (Not handshakeContext, which every Read and Write call: two more
@@ -66,6 +72,9 @@ var h2Funcs = []string{H2WriteHeaders, XH2WriteHeaders}
 // tlsFuncs are crypto/tls's probed functions: the read and write, and
 // whichever handshakes the program links (a client only has its own).
 var tlsFuncs = []string{TLSRead, TLSWrite, TLSClientHandshake, TLSServerHandshake}
+
+// tlsHandshakes are probed at their RETs too.
+var tlsHandshakes = []string{TLSClientHandshake, TLSServerHandshake}
 
 // Func is a probed function, by file offsets: its entry, where its
 // arguments can be read at the least cost (Probe), each RET, and each
@@ -163,13 +172,34 @@ func (b *Binary) GRPCClient() (GRPCLoopyTake, bool) {
 }
 
 // CryptoTLS reports whether the binary has crypto/tls's connection read
-// and write and a handshake, each with its return instructions.
+// with its copy, write with its record calls, and a handshake with its
+// return instructions.
 func (b *Binary) CryptoTLS() bool {
-	has := func(name string) bool {
-		fn, ok := b.Funcs[name]
-		return ok && len(fn.Returns) > 0
+	_, copies := b.TLSReadCopy()
+	return copies && len(b.Funcs[TLSWrite].Calls) > 0 && len(b.TLSHandshakes()) > 0
+}
+
+// TLSHandshakes are the crypto/tls handshakes the binary links, each
+// with its return instructions (a client has only its own).
+func (b *Binary) TLSHandshakes() []Func {
+	var out []Func
+	for _, name := range tlsHandshakes {
+		if fn, ok := b.Funcs[name]; ok && len(fn.Returns) > 0 {
+			out = append(out, fn)
+		}
 	}
-	return has(TLSRead) && has(TLSWrite) && (has(TLSClientHandshake) || has(TLSServerHandshake))
+	return out
+}
+
+// TLSReadCopy is crypto/tls Read's one call of memmove, where its
+// plaintext is copied into the caller's buffer; false when Read has not
+// exactly one (which copy is the plaintext's could not be told).
+func (b *Binary) TLSReadCopy() (uint64, bool) {
+	calls := b.Funcs[TLSRead].Calls
+	if len(calls) != 1 {
+		return 0, false
+	}
+	return calls[0], true
 }
 
 // Unsupported says why weft cannot follow this binary's goroutines, or "".
@@ -239,8 +269,9 @@ func Read(r io.ReaderAt) (b *Binary, err error) {
 	probed := append(append([]string{NewProc1, RoundTrip, WriteLoop, GRPCNewStream, GRPCClientHeaders, GRPCOriginateStream},
 		h2Funcs...), tlsFuncs...)
 	// The functions whose calls are probed, by caller.
-	callees := map[string]string{NewProc1: casgstatus, GRPCNewStream: grpcExecuteAndPut}
-	ranges, stripped, err := funcRanges(f, append(probed, casgstatus, grpcExecuteAndPut)...)
+	callees := map[string]string{NewProc1: casgstatus, GRPCNewStream: grpcExecuteAndPut,
+		TLSRead: memmove, TLSWrite: tlsWriteRecord}
+	ranges, stripped, err := funcRanges(f, append(probed, casgstatus, grpcExecuteAndPut, memmove, tlsWriteRecord)...)
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +291,7 @@ func Read(r io.ReaderAt) (b *Binary, err error) {
 			return nil, fmt.Errorf("read %s: %w", name, err)
 		}
 		fn := Func{Entry: entry, Probe: entry + probePoint(code)}
-		if name == NewProc1 || slices.Contains(tlsFuncs, name) {
+		if name == NewProc1 || slices.Contains(tlsHandshakes, name) {
 			for _, off := range returns(code) {
 				fn.Returns = append(fn.Returns, entry+off)
 			}

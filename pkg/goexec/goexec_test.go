@@ -67,6 +67,14 @@ func TestGOffsetsTable(t *testing.T) {
 			if h := stripped.NewProc(); h != tc.hook {
 				t.Errorf("%s: newproc1 hooked as %d, want %d", full.GoVersion, h, tc.hook)
 			}
+			// crypto/tls is probed at its copy and record calls in every
+			// Go weft is tested with, not at RETs (two traps each).
+			for _, b := range []*Binary{full, stripped} {
+				if _, ok := b.TLSReadCopy(); !ok || len(b.Funcs[TLSWrite].Calls) == 0 {
+					t.Errorf("%s (stripped %v): Read's copy %v, Write's record calls %v", b.GoVersion, b.Stripped,
+						b.Funcs[TLSRead].Calls, b.Funcs[TLSWrite].Calls)
+				}
+			}
 		})
 	}
 }
@@ -117,8 +125,9 @@ func TestStrippedBinaryHasTheSameFunctions(t *testing.T) {
 	}
 }
 
-// Every offset found for a return holds a RET opcode, and the entry of
-// each function is a function start as the Go table records it.
+// Every offset found for a return holds a RET opcode, every probed call
+// a CALL, and the entry of each function is a function start as the Go
+// table records it.
 func TestReturnsAreRETInstructions(t *testing.T) {
 	path := buildClient(t)
 	b, err := Open(path)
@@ -133,7 +142,7 @@ func TestReturnsAreRETInstructions(t *testing.T) {
 	if len(fn.Returns) == 0 || len(fn.Calls) == 0 {
 		t.Fatal("no returns or no casgstatus calls")
 	}
-	for _, name := range []string{NewProc1, TLSRead, TLSWrite, TLSClientHandshake} {
+	for _, name := range []string{NewProc1, TLSClientHandshake} {
 		f := b.Funcs[name]
 		if len(f.Returns) == 0 {
 			t.Errorf("%s: no returns", name)
@@ -147,9 +156,15 @@ func TestReturnsAreRETInstructions(t *testing.T) {
 			}
 		}
 	}
-	for _, off := range fn.Calls {
-		if data[off] != 0xe8 {
-			t.Errorf("byte at %#x is %#x, not CALL", off, data[off])
+	for _, name := range []string{NewProc1, TLSRead, TLSWrite} {
+		calls := b.Funcs[name].Calls
+		if len(calls) == 0 {
+			t.Errorf("%s: no probed calls", name)
+		}
+		for _, off := range calls {
+			if data[off] != 0xe8 || off <= b.Funcs[name].Entry {
+				t.Errorf("%s: byte at %#x is %#x, not a CALL in the function", name, off, data[off])
+			}
 		}
 	}
 	for _, name := range []string{NewProc1, RoundTrip, WriteLoop, H2WriteHeaders, TLSRead, TLSWrite, TLSClientHandshake} {

@@ -9,20 +9,21 @@ import (
 	"github.com/weftdev/weft/pkg/goexec"
 )
 
-// The cookies of bpf/include/gotls.h's probes: which function, whether
-// at a RET, and whether the entry probe is the stack check's jump (a call
-// that grows its stack passes it twice).
+// The cookies of bpf/include/gotls.h's probes: which probe point, whether
+// at a handshake's RET, and whether the entry probe is the stack check's
+// jump (a call that grows its stack passes it twice).
 const (
-	goTLSWrite     = 0
-	goTLSRead      = 1
-	goTLSHandshake = 2
-	goTLSRet       = 0x100
-	goTLSAtCheck   = 0x200
+	goTLSRead        = 1
+	goTLSHandshake   = 2
+	goTLSReadCopy    = 3
+	goTLSWriteRecord = 4
+	goTLSRet         = 0x100
+	goTLSAtCheck     = 0x200
 )
 
 // attachGoTLS puts the crypto/tls probes on Go process pid (its own
-// executable, for it alone): each function's argument point and RETs,
-// as one uprobe_multi link where the kernel has them.
+// executable, for it alone), as one uprobe_multi link where the kernel
+// has them.
 func attachGoTLS(progs *tlsPrograms, pid int, bin *goexec.Binary, h *tlsHooks) ([]string, error) {
 	exe := "/proc/" + strconv.Itoa(pid) + "/exe"
 	id, err := statFileID(exe)
@@ -33,24 +34,7 @@ func attachGoTLS(progs *tlsPrograms, pid int, bin *goexec.Binary, h *tlsHooks) (
 	if _, done := h.files[id]; done {
 		return []string{name}, nil
 	}
-	var addrs, cookies []uint64
-	for fn, cookie := range map[string]uint64{goexec.TLSWrite: goTLSWrite, goexec.TLSRead: goTLSRead,
-		goexec.TLSClientHandshake: goTLSHandshake, goexec.TLSServerHandshake: goTLSHandshake} {
-		f, ok := bin.Funcs[fn]
-		if !ok || len(f.Returns) == 0 {
-			continue // a handshake the program does not link
-		}
-		addrs = append(addrs, f.Probe)
-		if f.Probe != f.Entry {
-			cookies = append(cookies, cookie|goTLSAtCheck)
-		} else {
-			cookies = append(cookies, cookie)
-		}
-		for _, r := range f.Returns {
-			addrs = append(addrs, r)
-			cookies = append(cookies, cookie|goTLSRet)
-		}
-	}
+	addrs, cookies := goTLSProbes(bin)
 	ex, err := link.OpenExecutable(exe)
 	if err != nil {
 		return nil, fmt.Errorf("open executable: %w", err)
@@ -75,4 +59,35 @@ func attachGoTLS(progs *tlsPrograms, pid int, bin *goexec.Binary, h *tlsHooks) (
 	h.links = append(h.links, links...)
 	h.files[id] = name
 	return []string{name}, nil
+}
+
+// goTLSProbes lists crypto/tls's probe points and their cookies
+// (CryptoTLS says the binary has them all): Read at its stack check and
+// its copy into the caller's buffer, Write at its calls of
+// writeRecordLocked, the handshakes (once per connection) at entry and
+// RETs.
+func goTLSProbes(bin *goexec.Binary) (addrs, cookies []uint64) {
+	add := func(addr, cookie uint64) {
+		addrs = append(addrs, addr)
+		cookies = append(cookies, cookie)
+	}
+	atCheck := func(f goexec.Func, cookie uint64) {
+		if f.Probe != f.Entry {
+			cookie |= goTLSAtCheck
+		}
+		add(f.Probe, cookie)
+	}
+	atCheck(bin.Funcs[goexec.TLSRead], goTLSRead)
+	copyAt, _ := bin.TLSReadCopy()
+	add(copyAt, goTLSReadCopy)
+	for _, c := range bin.Funcs[goexec.TLSWrite].Calls {
+		add(c, goTLSWriteRecord)
+	}
+	for _, f := range bin.TLSHandshakes() {
+		atCheck(f, goTLSHandshake)
+		for _, r := range f.Returns {
+			add(r, goTLSHandshake|goTLSRet)
+		}
+	}
+	return addrs, cookies
 }

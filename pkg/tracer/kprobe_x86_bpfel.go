@@ -247,14 +247,14 @@ type kprobeThreadLink struct {
 }
 
 type kprobeTlsCall struct {
-	_     structs.HostLayout
-	Conn  uint64
-	Buf   uint64
-	Done  uint64
-	Sock  uint64
-	Dir   uint8
-	Early uint8
-	Pad   [6]uint8
+	_       structs.HostLayout
+	Conn    uint64
+	Buf     uint64
+	Done    uint64
+	Sock    uint64
+	Dir     uint8
+	Unended uint8
+	Pad     [6]uint8
 }
 
 type kprobeTlsConnKey struct {

@@ -275,6 +275,9 @@ func (t *Tracer) attachTLS(pid uint32, c Correlation, plan *hookPlan) string {
 	switch {
 	case c.Mode == ModeGo && plan != nil && plan.bin != nil:
 		if !plan.bin.CryptoTLS() {
+			if _, linked := plan.bin.Funcs[goexec.TLSRead]; linked {
+				return "; crypto/tls not followed: Read's copy, Write's record calls or a handshake not found"
+			}
 			return "; no crypto/tls"
 		}
 		libs, err = attachGoTLS(&t.tls, int(pid), plan.bin, h)

@@ -249,14 +249,14 @@ type tpThreadLink struct {
 }
 
 type tpTlsCall struct {
-	_     structs.HostLayout
-	Conn  uint64
-	Buf   uint64
-	Done  uint64
-	Sock  uint64
-	Dir   uint8
-	Early uint8
-	Pad   [6]uint8
+	_       structs.HostLayout
+	Conn    uint64
+	Buf     uint64
+	Done    uint64
+	Sock    uint64
+	Dir     uint8
+	Unended uint8
+	Pad     [6]uint8
 }
 
 type tpTlsConnKey struct {

@@ -217,8 +217,8 @@ func tlsNginxChain(t *testing.T, curlFlag, listenOpts, proto string) {
 }
 
 // A Go HTTPS client calling a Go HTTPS server, both stripped (h2app):
-// crypto/tls's plaintext through RET-instruction uprobes, keyed by
-// goroutine. 100 requests, 16 at a time, every fifth with a traceparent
+// crypto/tls's plaintext through uprobes on its copy and record calls,
+// keyed by goroutine. 100 requests, 16 at a time, every fifth with a traceparent
 // of its own, handlers that wait, bodies checked byte for byte by the
 // client. Each server span is the child of its client span (handed over
 // across TLS: tlslink.h for HTTP/1.1, h2link.go for HTTP/2's streams) or,
@@ -289,6 +289,36 @@ func TestTLSGo(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A Go HTTPS/1.1 front whose handlers call a plaintext backend over a
+// socket of their own goroutine: /req/'s call is made by the goroutine
+// that has just read its request through crypto/tls, whose Read ends
+// without a probe (gotls.h). The socket call on another socket must be
+// taken for what it is, plaintext, not for the TLS call's ciphertext:
+// 300 requests at concurrency 32 per endpoint, every call under its own
+// request, every backend span under its call.
+func TestTLSGoPlainCall(t *testing.T) {
+	setup(t)
+	rcv := otlptest.Start(t)
+	backend, backAddr := startServer(t, "-mode=nethttp")
+	cmd := exec.Command(bins.h2app, "-mode=raw-front", "-addr="+backAddr, "-tls=true")
+	cmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME=front")
+	front, frontAddr := startListener(t, cmd)
+	w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", front.Pid(), backend.Pid()))
+	if !strings.Contains(w.Output(), "h2app (crypto/tls)") {
+		t.Fatalf("no crypto/tls hooks on the front:\n%s", w.Output())
+	}
+	const n = 300
+	for _, ep := range []frontPath{{"/req/", 1}, {"/fan/", 2}} {
+		rcv.Reset()
+		numberedLoad(t, "https://"+frontAddr+ep.path, n, 32)
+		spans := collectSpans(t, rcv, n*(1+2*ep.calls), 60*time.Second)
+		r := checkParents(spans, "front", "websrv")
+		if len(spans) != n*(1+2*ep.calls) || r.wrong != 0 || r.right != n*ep.calls {
+			t.Errorf("%s: %d spans (want %d); %s", ep.path, len(spans), n*(1+2*ep.calls), r)
+		}
 	}
 }
 
@@ -386,13 +416,14 @@ func TestTLSPythonAsync(t *testing.T) {
 	}
 }
 
-// crypto/tls's Write is probed at its stack check's jump: a Write that
-// must grow its stack passes there twice (runtime.morestack starts the
-// call over), and only the pass into the body reports its plaintext. 400
-// requests on one connection, each written from a new goroutine at
-// another stack depth, so that some Writes grow their stack at entry:
-// each request gives exactly one client span and one server span, with
-// its own path, and nothing fails to parse.
+// A crypto/tls Write that must grow its stack passes its stack check
+// twice (runtime.morestack starts the call over); its plaintext must be
+// reported once (gotls.h: at its call of writeRecordLocked, past the
+// check; the entry probes skip the pass that jumps). 400 requests on one
+// connection, each written from a new goroutine at another stack depth,
+// so that some Writes grow their stack at entry: each request gives
+// exactly one client span and one server span, with its own path, and
+// nothing fails to parse.
 func TestTLSGoStackGrowth(t *testing.T) {
 	setup(t)
 	rcv := otlptest.Start(t)

@@ -2,7 +2,8 @@
 // tests: a prior-knowledge h2c server and client (Go's net/http), an
 // HTTPS server and client (crypto/tls; HTTP/1.1 or HTTP/2 by ALPN), a
 // gRPC server and client (grpc-go) of a small service declared by hand,
-// a front service whose requests call a backend over HTTP/2, and an HTTPS
+// a front service whose requests call a backend over HTTP/2 (or, serving
+// HTTPS, over a plain socket of the handler's own goroutine), and an HTTPS
 // client whose writes begin at every stack depth.
 //
 // Servers print their address on the first line. Clients wait for a line
@@ -43,11 +44,11 @@ import (
 )
 
 func main() {
-	mode := flag.String("mode", "", "h2c-server, h2c-upgrade-server, h2c-client, https-server, https-client, grpc-server, grpc-client, grpc-load, h2-front, grpc-front or tls-deep-client")
+	mode := flag.String("mode", "", "h2c-server, h2c-upgrade-server, h2c-client, https-server, https-client, grpc-server, grpc-client, grpc-load, h2-front, grpc-front, raw-front or tls-deep-client")
 	addr := flag.String("addr", "", "server address (clients; h2-front, grpc-front: its backend)")
 	n := flag.Int("n", 100, "requests (clients)")
 	h1 := flag.Bool("http1", false, "https-client: HTTP/1.1 only (else HTTP/2)")
-	useTLS := flag.Bool("tls", false, "grpc-server, grpc-client, h2-front, grpc-front: over TLS")
+	useTLS := flag.Bool("tls", false, "grpc-server, grpc-client, h2-front, grpc-front: over TLS; raw-front: serving HTTPS/1.1")
 	certOut := flag.String("cert-out", "", "grpc-server -tls: write the server's certificate (PEM) there, for clients to trust")
 	flag.Parse()
 	var err error
@@ -75,6 +76,8 @@ func main() {
 		err = h2Front(*addr, *useTLS)
 	case "grpc-front":
 		err = grpcFront(*addr, *useTLS)
+	case "raw-front":
+		err = rawFront(*addr, *useTLS)
 	case "tls-deep-client":
 		waitGo()
 		err = tlsDeepClient(*addr, *n)
@@ -501,7 +504,7 @@ func h2Front(backend string, useTLS bool) error {
 	}
 	tr.Protocols = &protos
 	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	return serveFront(func(_ context.Context, n, leg string) error {
+	return serveFront(false, func(_ context.Context, n, leg string) error {
 		url := base + n
 		if leg != "" {
 			url += "/" + leg
@@ -527,7 +530,7 @@ func grpcFront(backend string, useTLS bool) error {
 		return err
 	}
 	defer cc.Close()
-	return serveFront(func(ctx context.Context, n, leg string) error {
+	return serveFront(false, func(ctx context.Context, n, leg string) error {
 		method := "/weft.test.Work/Call" + n
 		if leg != "" {
 			method += "_" + leg
@@ -545,7 +548,7 @@ func grpcFront(backend string, useTLS bool) error {
 // serveFront serves /req/<i>, which waits a time that depends on i and
 // makes call(i, ""), and /fan/<i>, which waits and makes call(i, "a")
 // and call(i, "b") from two goroutines at once.
-func serveFront(call func(ctx context.Context, n, leg string) error) error {
+func serveFront(serveTLS bool, call func(ctx context.Context, n, leg string) error) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/req/", func(w http.ResponseWriter, r *http.Request) {
 		n := strings.TrimPrefix(r.URL.Path, "/req/")
@@ -577,7 +580,47 @@ func serveFront(call func(ctx context.Context, n, leg string) error) error {
 		return err
 	}
 	fmt.Println(ln.Addr())
-	return http.Serve(ln, mux)
+	if !serveTLS {
+		return http.Serve(ln, mux)
+	}
+	cert, err := testcert.New()
+	if err != nil {
+		return err
+	}
+	// HTTP/1.1 only: each request's handler runs on the goroutine that
+	// read it through crypto/tls.
+	return http.Serve(tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}}), mux)
+}
+
+// rawFront is a front whose handlers call an HTTP/1.1 backend over a
+// plain socket of their own goroutine, a fresh connection per call
+// (GET /work/<n>[/<leg>]); with serveTLS, the front serves HTTPS/1.1, so
+// that /req/'s call is the plaintext socket call of a goroutine whose
+// last socket call was crypto/tls's.
+func rawFront(backend string, serveTLS bool) error {
+	return serveFront(serveTLS, func(_ context.Context, n, leg string) error {
+		path := "/work/" + n
+		if leg != "" {
+			path += "/" + leg
+		}
+		c, err := net.DialTimeout("tcp", backend, 10*time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: backend\r\nConnection: close\r\n\r\n"); err != nil {
+			return err
+		}
+		resp, err := io.ReadAll(c)
+		if err != nil {
+			return err
+		}
+		if !strings.HasPrefix(string(resp), "HTTP/1.1 200 ") {
+			return fmt.Errorf("%s: %.40q", path, resp)
+		}
+		return nil
+	})
 }
 
 // tlsDeepClient sends n HTTP/1.1 requests, /work/0 to /work/n-1, one after
