@@ -24,6 +24,24 @@ __attribute__((noinline, visibility("default"))) void weft_tls_request(const str
 	__asm__ volatile("" : : "r"(io) : "memory");
 }
 
+/* The calling thread is about to write HTTP/2 HEADERS it or another
+ * thread buffered, opening stream `stream` for the request of logical id
+ * `id` (or, with id 0, of the thread `tid` buffered them on): weft claims
+ * the stream for that request, for the write (bpf/include/jvmtls.h). */
+__attribute__((noinline, visibility("default"))) void weft_h2_claim(uint32_t stream, uint64_t id, uint32_t tid)
+{
+	__asm__ volatile("" : : "r"(stream), "r"(id), "r"(tid) : "memory");
+}
+
+JNIEXPORT void JNICALL Java_dev_weft_agent_bootstrap_WeftNative_h2Claim(JNIEnv *env, jclass cls, jint stream, jlong id,
+									jint tid)
+{
+	(void)env;
+	(void)cls;
+	if (stream > 0)
+		weft_h2_claim((uint32_t)stream, (uint64_t)id, (uint32_t)tid);
+}
+
 /* Plaintext that may begin a request: an upper-case token (a method), not
  * a response's "HTTP/". One more trap per request, none per response. */
 static int may_begin_request(const uint8_t *p, jint n)

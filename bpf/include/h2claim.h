@@ -56,9 +56,10 @@ struct {
 	__type(value, struct span_ctx);
 } grpc_items SEC(".maps");
 
-/* A write of a Go process on an HTTP/2 connection: its goroutine's id,
- * and the claim of its goroutine, if any, go into the event
- * (WEFT_CTX_H2_STREAM). The map
+/* A write on an HTTP/2 connection: its goroutine's id in a Go process,
+ * its thread's elsewhere (whose claims are events too, jvmtls.h); and the
+ * claim of its goroutine, if any, go into the event (WEFT_CTX_H2_STREAM).
+ * The map
  * key is built in the event's pipelined-ids field, unused on HTTP/2, not
  * on the stack: the programs that inline emit_data have little left. */
 static __noinline void h2_stream_parent(struct event_header *h)
@@ -66,8 +67,12 @@ static __noinline void h2_stream_parent(struct event_header *h)
 	if (!h)
 		return;
 	struct proc_info *pi = proc_of(h->pid);
-	if (!pi || pi->mode != WEFT_MODE_GO)
+	if (!pi)
 		return;
+	if (pi->mode != WEFT_MODE_GO) {
+		h->goid = h->tid;
+		return;
+	}
 	struct go_key *k = (struct go_key *)h->more_span_ids;
 	k->tgid = h->pid;
 	k->_pad = 0;

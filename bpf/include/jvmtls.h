@@ -164,4 +164,50 @@ int weft_jvm_tls_request(struct pt_regs *ctx)
 	return 0;
 }
 
+/* weft_h2_claim(stream, id, tid), which the agent calls on the thread
+ * that is about to write buffered HEADERS opening HTTP/2 client stream
+ * `stream` (OkHttp's Http2Writer.flush), for the request of logical id
+ * `id` (0: of thread tid, which buffered them). The claim goes to user
+ * space ahead of the write, naming the writing thread, as grpc-go's do
+ * with its goroutine (h2claim.h): each stream the thread's write opens
+ * takes its claim. A request that cannot be named (none live, or two
+ * under the key) claims nothing: the stream starts a trace of its own. */
+SEC("uprobe")
+int weft_jvm_h2_claim(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	if (!pid_traced(tgid) || !by_thread(mode_of(tgid)))
+		return 0;
+	__u32 stream = (__u32)ctx->di;
+	__u64 id = ctx->si;
+	struct span_ctx *srv = lookup_active(tgid, id ? logical_key(id) : (__u32)ctx->dx);
+	if (!srv || !stream)
+		return 0;
+	if (srv->ambiguous) {
+		count(WEFT_STAT_PARENT_AMBIGUOUS);
+		return 0;
+	}
+	struct event_header *h = bpf_ringbuf_reserve(&events, sizeof(*h), 0);
+	if (!h) {
+		count(WEFT_STAT_LOST_RINGBUF);
+		return 0;
+	}
+	__builtin_memset(h, 0, sizeof(*h));
+	h->ts_ns = bpf_ktime_get_ns();
+	h->pid = tgid;
+	h->tid = (__u32)pid_tgid;
+	h->key = h->tid;
+	h->kind = WEFT_EV_H2_CLAIM;
+	h->ctx_kind = WEFT_CTX_H2_STREAM;
+	h->h2_stream = stream;
+	h->goid = h->tid;
+	h->trace_flags = srv->trace_flags;
+	__builtin_memcpy(h->trace_id, srv->trace_id, sizeof(h->trace_id));
+	__builtin_memcpy(h->parent_id, srv->span_id, sizeof(h->parent_id));
+	bpf_ringbuf_submit(h, wakeup_flags());
+	count(WEFT_STAT_EVENTS);
+	return 0;
+}
+
 #endif

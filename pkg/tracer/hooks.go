@@ -158,6 +158,7 @@ var hooks = []hook{
 	{prog: "weft_go_tls_multi", paths: onEvery, feature: tlsCapture},
 	{prog: "weft_jvm_tls", paths: onEvery, feature: tlsCapture},
 	{prog: "weft_jvm_tls_request", paths: onEvery, feature: tlsCapture},
+	{prog: "weft_jvm_h2_claim", paths: onEvery, feature: tlsCapture},
 }
 
 // hookIndex finds a program's declaration.
@@ -235,10 +236,11 @@ type tlsPrograms struct {
 	GoMulti    *ebpf.Program `ebpf:"weft_go_tls_multi"`
 	JVM        *ebpf.Program `ebpf:"weft_jvm_tls"` // one form: uprobes per JVM
 	JVMRequest *ebpf.Program `ebpf:"weft_jvm_tls_request"`
+	JVMH2      *ebpf.Program `ebpf:"weft_jvm_h2_claim"`
 }
 
 func (p *tlsPrograms) Close() error {
-	return closeAll(p.Enter, p.Ret, p.EnterMulti, p.RetMulti, p.Go, p.GoMulti, p.JVM, p.JVMRequest)
+	return closeAll(p.Enter, p.Ret, p.EnterMulti, p.RetMulti, p.Go, p.GoMulti, p.JVM, p.JVMRequest, p.JVMH2)
 }
 
 // assign takes from coll the form of the TLS probes that was loaded.
@@ -246,11 +248,12 @@ func (p *tlsPrograms) assign(coll *ebpf.Collection) error {
 	var jvm struct {
 		JVM     *ebpf.Program `ebpf:"weft_jvm_tls"`
 		Request *ebpf.Program `ebpf:"weft_jvm_tls_request"`
+		H2      *ebpf.Program `ebpf:"weft_jvm_h2_claim"`
 	}
 	if err := coll.Assign(&jvm); err != nil {
 		return err
 	}
-	p.JVM, p.JVMRequest = jvm.JVM, jvm.Request
+	p.JVM, p.JVMRequest, p.JVMH2 = jvm.JVM, jvm.Request, jvm.H2
 	if _, ok := coll.Programs["weft_ssl_enter_multi"]; ok {
 		var m struct {
 			Enter *ebpf.Program `ebpf:"weft_ssl_enter_multi"`

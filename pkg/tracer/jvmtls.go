@@ -9,11 +9,13 @@ import (
 )
 
 // The functions of libweft_jni the Java agent calls with each TLS call's
-// plaintext, and before it with plaintext that may begin a request
-// (jni/weft_tls.c, bpf/include/jvmtls.h).
+// plaintext, before it with plaintext that may begin a request, and
+// before the HEADERS that open an HTTP/2 client stream (jni/weft_tls.c,
+// bpf/include/jvmtls.h).
 const (
 	jvmTLSFunc    = "weft_tls_event"
 	jvmTLSReqFunc = "weft_tls_request"
+	jvmH2Func     = "weft_h2_claim"
 )
 
 // jniLibNames are the names libweft_jni is mapped under: the agent's
@@ -44,7 +46,7 @@ func isJNILib(base string) bool {
 	return false
 }
 
-// attachJVMTLS probes libweft_jni's jvmTLSFunc in process pid, once, if
+// attachJVMTLS probes libweft_jni's functions in process pid, once, if
 // the process mapped the library; true when h has it.
 func attachJVMTLS(progs *tlsPrograms, pid int, h *tlsHooks) (bool, error) {
 	if progs.JVM == nil {
@@ -65,7 +67,7 @@ func attachJVMTLS(progs *tlsPrograms, pid int, h *tlsHooks) (bool, error) {
 	for _, p := range []struct {
 		fn   string
 		prog *ebpf.Program
-	}{{jvmTLSFunc, progs.JVM}, {jvmTLSReqFunc, progs.JVMRequest}} {
+	}{{jvmTLSFunc, progs.JVM}, {jvmTLSReqFunc, progs.JVMRequest}, {jvmH2Func, progs.JVMH2}} {
 		l, err := ex.Uprobe(p.fn, p.prog, &link.UprobeOptions{PID: pid})
 		if err != nil {
 			links.Close()

@@ -355,6 +355,7 @@ const (
 	kprobeProgWeftGoTlsMulti         = "weft_go_tls_multi"
 	kprobeProgWeftGoWriteloop        = "weft_go_writeloop"
 	kprobeProgWeftInject             = "weft_inject"
+	kprobeProgWeftJvmH2Claim         = "weft_jvm_h2_claim"
 	kprobeProgWeftJvmTls             = "weft_jvm_tls"
 	kprobeProgWeftJvmTlsRequest      = "weft_jvm_tls_request"
 	kprobeProgWeftLibcAnnounce       = "weft_libc_announce"
@@ -456,6 +457,7 @@ type kprobeProgramSpecs struct {
 	WeftGoTlsMulti         *ebpf.ProgramSpec `ebpf:"weft_go_tls_multi"`
 	WeftGoWriteloop        *ebpf.ProgramSpec `ebpf:"weft_go_writeloop"`
 	WeftInject             *ebpf.ProgramSpec `ebpf:"weft_inject"`
+	WeftJvmH2Claim         *ebpf.ProgramSpec `ebpf:"weft_jvm_h2_claim"`
 	WeftJvmTls             *ebpf.ProgramSpec `ebpf:"weft_jvm_tls"`
 	WeftJvmTlsRequest      *ebpf.ProgramSpec `ebpf:"weft_jvm_tls_request"`
 	WeftLibcAnnounce       *ebpf.ProgramSpec `ebpf:"weft_libc_announce"`
@@ -729,6 +731,7 @@ type kprobePrograms struct {
 	WeftGoTlsMulti         *ebpf.Program `ebpf:"weft_go_tls_multi"`
 	WeftGoWriteloop        *ebpf.Program `ebpf:"weft_go_writeloop"`
 	WeftInject             *ebpf.Program `ebpf:"weft_inject"`
+	WeftJvmH2Claim         *ebpf.Program `ebpf:"weft_jvm_h2_claim"`
 	WeftJvmTls             *ebpf.Program `ebpf:"weft_jvm_tls"`
 	WeftJvmTlsRequest      *ebpf.Program `ebpf:"weft_jvm_tls_request"`
 	WeftLibcAnnounce       *ebpf.Program `ebpf:"weft_libc_announce"`
@@ -772,6 +775,7 @@ func (p *kprobePrograms) Close() error {
 		p.WeftGoTlsMulti,
 		p.WeftGoWriteloop,
 		p.WeftInject,
+		p.WeftJvmH2Claim,
 		p.WeftJvmTls,
 		p.WeftJvmTlsRequest,
 		p.WeftLibcAnnounce,

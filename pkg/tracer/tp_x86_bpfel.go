@@ -451,6 +451,7 @@ const (
 	tpProgWeftGoWriteloop        = "weft_go_writeloop"
 	tpProgWeftInject             = "weft_inject"
 	tpProgWeftInjectSock         = "weft_inject_sock"
+	tpProgWeftJvmH2Claim         = "weft_jvm_h2_claim"
 	tpProgWeftJvmTls             = "weft_jvm_tls"
 	tpProgWeftJvmTlsRequest      = "weft_jvm_tls_request"
 	tpProgWeftLibcAnnounce       = "weft_libc_announce"
@@ -567,6 +568,7 @@ type tpProgramSpecs struct {
 	WeftGoWriteloop        *ebpf.ProgramSpec `ebpf:"weft_go_writeloop"`
 	WeftInject             *ebpf.ProgramSpec `ebpf:"weft_inject"`
 	WeftInjectSock         *ebpf.ProgramSpec `ebpf:"weft_inject_sock"`
+	WeftJvmH2Claim         *ebpf.ProgramSpec `ebpf:"weft_jvm_h2_claim"`
 	WeftJvmTls             *ebpf.ProgramSpec `ebpf:"weft_jvm_tls"`
 	WeftJvmTlsRequest      *ebpf.ProgramSpec `ebpf:"weft_jvm_tls_request"`
 	WeftLibcAnnounce       *ebpf.ProgramSpec `ebpf:"weft_libc_announce"`
@@ -849,6 +851,7 @@ type tpPrograms struct {
 	WeftGoWriteloop        *ebpf.Program `ebpf:"weft_go_writeloop"`
 	WeftInject             *ebpf.Program `ebpf:"weft_inject"`
 	WeftInjectSock         *ebpf.Program `ebpf:"weft_inject_sock"`
+	WeftJvmH2Claim         *ebpf.Program `ebpf:"weft_jvm_h2_claim"`
 	WeftJvmTls             *ebpf.Program `ebpf:"weft_jvm_tls"`
 	WeftJvmTlsRequest      *ebpf.Program `ebpf:"weft_jvm_tls_request"`
 	WeftLibcAnnounce       *ebpf.Program `ebpf:"weft_libc_announce"`
@@ -907,6 +910,7 @@ func (p *tpPrograms) Close() error {
 		p.WeftGoWriteloop,
 		p.WeftInject,
 		p.WeftInjectSock,
+		p.WeftJvmH2Claim,
 		p.WeftJvmTls,
 		p.WeftJvmTlsRequest,
 		p.WeftLibcAnnounce,

@@ -52,8 +52,9 @@ var springClients = []string{"okhttp-execute", "jdk-send", "urlconnection", "apa
 // checkClientParents sends 200 numbered requests at concurrency 32 to each
 // client route of front (service name "front", its backend's backend) and
 // to its fan-out route (three calls at once): every backend call under its
-// own request, none under another, none split; every call of scheme.
-func checkClientParents(t *testing.T, w *weft, rcv *otlptest.Receiver, front jvm, backend, scheme string,
+// own request, none under another, none split; every call of scheme, and
+// of HTTP version proto unless it is "".
+func checkClientParents(t *testing.T, w *weft, rcv *otlptest.Receiver, front jvm, backend, scheme, proto string,
 	routes []frontPath) {
 	t.Helper()
 	const n, conc = 200, 32
@@ -63,8 +64,9 @@ func checkClientParents(t *testing.T, w *weft, rcv *otlptest.Receiver, front jvm
 		numberedLoad(t, front.url+ep.path, n, conc)
 		spans := collectSpans(t, rcv, n*(1+2*ep.calls), 60*time.Second)
 		for _, s := range spans {
-			if (s.kind == tracepb.Span_SPAN_KIND_CLIENT || s.service == backend) && s.attrs["url.scheme"] != scheme {
-				t.Errorf("%s: span %s is not %s", ep.path, s, scheme)
+			if (s.kind == tracepb.Span_SPAN_KIND_CLIENT || s.service == backend) && (s.attrs["url.scheme"] != scheme ||
+				proto != "" && s.attrs["network.protocol.version"] != proto) {
+				t.Errorf("%s: span %s is not %s %s", ep.path, s, scheme, proto)
 				break
 			}
 		}
@@ -153,7 +155,7 @@ func runJVMClients(t *testing.T, apps []jvmApp) {
 						numberedLoad(t, front.url+r.path, 40, 8)
 					}
 					quiesce(rcv, 20*time.Second)
-					checkClientParents(t, w, rcv, front, "backend", "http", routes)
+					checkClientParents(t, w, rcv, front, "backend", "http", "", routes)
 					checkModulesApplied(t, front, app.modules...)
 				})
 			}

@@ -42,6 +42,7 @@ func main() {
 	useTLS := flag.Bool("tls", false, "serve HTTPS with a self-signed certificate (nethttp mode)")
 	certFile := flag.String("cert", "", "with -tls: the certificate (PEM) to serve, with -key; default: a new one")
 	keyFile := flag.String("key", "", "with -tls: the certificate's key (PEM)")
+	h2 := flag.Bool("h2", false, "with -tls: offer HTTP/2 by ALPN, beside HTTP/1.1 (nethttp mode)")
 	bgBurn := flag.Bool("background-burn", false, "keep one goroutine burning CPU outside any request")
 	sendN := flag.Int("requests", 20000, "requests to send (sender mode)")
 	flag.Parse()
@@ -65,11 +66,18 @@ func main() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}})
+		conf := &tls.Config{Certificates: []tls.Certificate{cert}}
+		if *h2 {
+			conf.NextProtos = []string{"h2", "http/1.1"}
+		}
+		ln = tls.NewListener(ln, conf)
 	}
 	switch *mode {
 	case "nethttp":
-		log.Fatal(http.Serve(ln, handlers()))
+		var protos http.Protocols
+		protos.SetHTTP1(true)
+		protos.SetHTTP2(*h2)
+		log.Fatal((&http.Server{Handler: handlers(), Protocols: &protos}).Serve(ln))
 	case "thread":
 		for {
 			c, err := ln.Accept()

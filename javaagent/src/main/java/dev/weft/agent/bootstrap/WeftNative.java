@@ -38,6 +38,13 @@ public final class WeftNative {
    */
   public static native void tlsEngine(long id, int dir, byte[] plain, int off, int len, byte[] fp);
 
+  /**
+   * This OS thread is about to write buffered HEADERS that open HTTP/2
+   * stream streamId for the request of logical id (0: of thread tid, which
+   * buffered them).
+   */
+  public static native void h2Claim(int streamId, long id, int tid);
+
   /** Packets sent since the library loaded (all ops). */
   public static native long packets();
 }

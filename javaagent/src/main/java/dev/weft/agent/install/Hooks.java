@@ -13,6 +13,7 @@ import dev.weft.agent.advice.CarryAdvice;
 import dev.weft.agent.advice.ContextAdvice;
 import dev.weft.agent.advice.CoroutineAdvice;
 import dev.weft.agent.advice.ExecutorAdvice;
+import dev.weft.agent.advice.H2Advice;
 import dev.weft.agent.advice.TlsAdvice;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -188,7 +189,14 @@ final class Hooks {
         .hook(new Hook("okhttp3.internal.connection.RealCall$AsyncCall",
             isConstructor(), CarryAdvice.Capture.class, "<init> (enqueue)"))
         .hook(new Hook("okhttp3.internal.connection.RealCall$AsyncCall",
-            named("run").and(takesArguments(0)), CarryAdvice.Mount.class, "run()")));
+            named("run").and(takesArguments(0)), CarryAdvice.Mount.class, "run()"))
+        // HTTP/2: a request's thread buffers its stream's HEADERS; the next
+        // flush, by whichever thread, sends them.
+        .hook(new Hook("okhttp3.internal.http2.Http2Writer",
+            named("headers").and(takesArguments(boolean.class, int.class, List.class)), H2Advice.OkHttpHeaders.class,
+            "headers(outFinished, streamId, headerBlock) (HTTP/2)"))
+        .hook(new Hook("okhttp3.internal.http2.Http2Writer",
+            named("flush").and(takesArguments(0)), H2Advice.OkHttpFlush.class, "flush() (HTTP/2)")));
     // OkHttp 4.0-4.3 kept RealCall in okhttp3, as a Kotlin class whose
     // AsyncCall runs in run() (3.x: execute(), under NamedRunnable's run()).
     m.add(new Module("okhttp-3", "OkHttp 3.x, 4.0-4.3", "okhttp3.RealCall", loader -> {

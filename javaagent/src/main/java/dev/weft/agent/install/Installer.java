@@ -8,6 +8,7 @@ import dev.weft.agent.AgentArgs;
 import dev.weft.agent.bootstrap.Context;
 import dev.weft.agent.bootstrap.Coroutines;
 import dev.weft.agent.bootstrap.Elements;
+import dev.weft.agent.bootstrap.H2Streams;
 import dev.weft.agent.bootstrap.Ids;
 import dev.weft.agent.bootstrap.Kernel;
 import dev.weft.agent.bootstrap.ServerStreams;
@@ -114,6 +115,7 @@ public final class Installer {
     VirtualThreads.unmounted(VirtualThreads.beforeUnmount());
     WeftNative.currentSlot();
     ServerStreams.warmUp(probe);
+    H2Streams.flushing(probe);
   }
 
   private static AgentBuilder builder(List<Module> modules, File jar, Report report, AgentArgs args,

@@ -1,0 +1,29 @@
+package dev.weft.agent.advice;
+
+import dev.weft.agent.bootstrap.H2Streams;
+import net.bytebuddy.asm.Advice;
+
+/**
+ * HTTP/2 clients: which request each stream they open is for (H2Streams).
+ * Without it, a stream's client span starts a trace of its own: the
+ * connection's writes say nothing of a stream.
+ */
+public final class H2Advice {
+  private H2Advice() {}
+
+  /** OkHttp 4.x-5.x's Http2Writer.headers(outFinished, streamId, headerBlock), under newStream's lock. */
+  public static final class OkHttpHeaders {
+    @Advice.OnMethodEnter(suppress = Throwable.class)
+    static void enter(@Advice.This Object writer, @Advice.Argument(1) int streamId) {
+      H2Streams.buffered(writer, streamId);
+    }
+  }
+
+  /** OkHttp's Http2Writer.flush(): what was buffered is about to be written. */
+  public static final class OkHttpFlush {
+    @Advice.OnMethodEnter(suppress = Throwable.class)
+    static void enter(@Advice.This Object writer) {
+      H2Streams.flushing(writer);
+    }
+  }
+}
