@@ -87,10 +87,14 @@ func TestTLSJVM(t *testing.T) {
 			checkClientParents(t, w, rcv, front, "websrv", "https", proto, routes)
 			checkModulesApplied(t, front, "jdk-tls")
 			if tc.h2 {
-				// OkHttp's HTTP/2 connections leave TLS calls whose socket
-				// weft has not seen (14 on this load, before the stream
-				// claims as after; every span is right): counted, the
-				// cause not found yet, so not held to 0 here.
+				// OkHttp opens several connections under the first burst
+				// and closes all but one. Their last frames (17-byte
+				// GOAWAYs, a SETTINGS ack) come when their descriptor no
+				// longer names a TCP socket (a bpf_printk trace: fd_sock
+				// gives 0; the JDK pre-closes a descriptor that a reader
+				// is blocked on): dropped and counted, about 14 here, as
+				// many as the race makes, so not held to 0. They carry no
+				// request.
 				m, _ := w.Metrics()
 				t.Logf("TLS calls without a socket: %d", m["tls_calls_without_socket"])
 				return
