@@ -212,27 +212,8 @@ int weft_go_grpc_headers(struct pt_regs *ctx)
 	if (!p)
 		return 0;
 	__u32 stream = 0;
-	if (bpf_probe_read_user(&stream, sizeof(stream), (void *)k.item) == 0 && stream) {
-		struct event_header *h = bpf_ringbuf_reserve(&events, sizeof(*h), 0);
-		if (h) {
-			__builtin_memset(h, 0, sizeof(*h));
-			h->ts_ns = bpf_ktime_get_ns();
-			h->pid = tgid;
-			h->tid = (__u32)bpf_get_current_pid_tgid();
-			h->key = h->tid;
-			h->kind = WEFT_EV_H2_CLAIM;
-			h->ctx_kind = WEFT_CTX_H2_STREAM;
-			h->h2_stream = stream;
-			h->goid = id.goid;
-			h->trace_flags = p->trace_flags;
-			__builtin_memcpy(h->trace_id, p->trace_id, sizeof(h->trace_id));
-			__builtin_memcpy(h->parent_id, p->span_id, sizeof(h->parent_id));
-			bpf_ringbuf_submit(h, wakeup_flags());
-			count(WEFT_STAT_EVENTS);
-		} else {
-			count(WEFT_STAT_LOST_RINGBUF);
-		}
-	}
+	if (bpf_probe_read_user(&stream, sizeof(stream), (void *)k.item) == 0 && stream)
+		emit_h2_claim(tgid, id.goid, stream, p);
 	bpf_map_delete_elem(&grpc_items, &k);
 	return 0;
 }

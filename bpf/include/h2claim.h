@@ -18,7 +18,9 @@
  * event naming the loopy goroutine, the stream (the item's first field)
  * and the request. The loopy's writes on HTTP/2 connections carry its
  * goroutine id, by which user space gives each stream the write opens its
- * claim. Included by common.h before emit_data. */
+ * claim. OkHttp, with weft's Java agent, claims its streams the same way,
+ * naming the thread that flushes them (jvmtls.h); outside Go a write
+ * carries its thread's id. Included by common.h before emit_data. */
 #ifndef WEFT_H2CLAIM_H
 #define WEFT_H2CLAIM_H
 
@@ -55,6 +57,32 @@ struct {
 	__type(key, struct grpc_item_key);
 	__type(value, struct span_ctx);
 } grpc_items SEC(".maps");
+
+/* Tells user space that the HTTP/2 stream `stream` the goroutine (or, outside
+ * Go, the thread) `writer` of process tgid is about to write the HEADERS
+ * of is a call of request p: a claim event, ahead of the write. */
+static __always_inline void emit_h2_claim(__u32 tgid, __u64 writer, __u32 stream, const struct span_ctx *p)
+{
+	struct event_header *h = bpf_ringbuf_reserve(&events, sizeof(*h), 0);
+	if (!h) {
+		count(WEFT_STAT_LOST_RINGBUF);
+		return;
+	}
+	__builtin_memset(h, 0, sizeof(*h));
+	h->ts_ns = bpf_ktime_get_ns();
+	h->pid = tgid;
+	h->tid = (__u32)bpf_get_current_pid_tgid();
+	h->key = h->tid;
+	h->kind = WEFT_EV_H2_CLAIM;
+	h->ctx_kind = WEFT_CTX_H2_STREAM;
+	h->h2_stream = stream;
+	h->goid = writer;
+	h->trace_flags = p->trace_flags;
+	__builtin_memcpy(h->trace_id, p->trace_id, sizeof(h->trace_id));
+	__builtin_memcpy(h->parent_id, p->span_id, sizeof(h->parent_id));
+	bpf_ringbuf_submit(h, wakeup_flags());
+	count(WEFT_STAT_EVENTS);
+}
 
 /* A write on an HTTP/2 connection: its goroutine's id in a Go process,
  * its thread's elsewhere (whose claims are events too, jvmtls.h); and the

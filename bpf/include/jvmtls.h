@@ -188,25 +188,7 @@ int weft_jvm_h2_claim(struct pt_regs *ctx)
 		count(WEFT_STAT_PARENT_AMBIGUOUS);
 		return 0;
 	}
-	struct event_header *h = bpf_ringbuf_reserve(&events, sizeof(*h), 0);
-	if (!h) {
-		count(WEFT_STAT_LOST_RINGBUF);
-		return 0;
-	}
-	__builtin_memset(h, 0, sizeof(*h));
-	h->ts_ns = bpf_ktime_get_ns();
-	h->pid = tgid;
-	h->tid = (__u32)pid_tgid;
-	h->key = h->tid;
-	h->kind = WEFT_EV_H2_CLAIM;
-	h->ctx_kind = WEFT_CTX_H2_STREAM;
-	h->h2_stream = stream;
-	h->goid = h->tid;
-	h->trace_flags = srv->trace_flags;
-	__builtin_memcpy(h->trace_id, srv->trace_id, sizeof(h->trace_id));
-	__builtin_memcpy(h->parent_id, srv->span_id, sizeof(h->parent_id));
-	bpf_ringbuf_submit(h, wakeup_flags());
-	count(WEFT_STAT_EVENTS);
+	emit_h2_claim(tgid, (__u32)pid_tgid, stream, srv);
 	return 0;
 }
 
