@@ -1,6 +1,7 @@
 package dev.weft.agent.advice;
 
 import dev.weft.agent.bootstrap.H2Streams;
+import java.util.List;
 import net.bytebuddy.asm.Advice;
 
 /**
@@ -24,6 +25,22 @@ public final class H2Advice {
     @Advice.OnMethodEnter(suppress = Throwable.class)
     static void enter(@Advice.This Object writer) {
       H2Streams.flushing(writer);
+    }
+  }
+
+  /** The JDK's Stream.registerStream(id, registerIfCancelled), under the connection's send lock. */
+  public static final class JdkRegister {
+    @Advice.OnMethodEnter(suppress = Throwable.class)
+    static void enter(@Advice.This Object stream, @Advice.Argument(0) int id) {
+      H2Streams.registered(stream, id);
+    }
+  }
+
+  /** The JDK's Http2Connection.encodeHeaders(OutgoingHeaders, Stream): the buffers to be queued. */
+  public static final class JdkEncoded {
+    @Advice.OnMethodExit(suppress = Throwable.class)
+    static void exit(@Advice.Argument(1) Object stream, @Advice.Return List<?> buffers) {
+      H2Streams.encoded(stream, buffers);
     }
   }
 }

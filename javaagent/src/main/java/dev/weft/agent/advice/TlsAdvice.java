@@ -1,5 +1,6 @@
 package dev.weft.agent.advice;
 
+import dev.weft.agent.bootstrap.H2Streams;
 import dev.weft.agent.bootstrap.Tls;
 import java.nio.ByteBuffer;
 import javax.net.ssl.SSLEngineResult;
@@ -36,6 +37,7 @@ public final class TlsAdvice {
     @Advice.OnMethodEnter(suppress = Throwable.class)
     static int[] enter(@Advice.Argument(0) ByteBuffer[] srcs, @Advice.Argument(1) int off,
         @Advice.Argument(2) int len, @Advice.Argument(3) ByteBuffer dst) {
+      H2Streams.wrapping(srcs, off, len);
       return Tls.wrapEntry(srcs, off, len, dst);
     }
 

@@ -55,6 +55,11 @@ public final class Carried {
     return Context.swap(IDS.get(request));
   }
 
+  /** The id request works for, or 0. */
+  static long idOf(Object request) {
+    return IDS.get(request);
+  }
+
   /** Puts back what mount returned. */
   public static void restore(long prev) {
     Context.restore(prev);

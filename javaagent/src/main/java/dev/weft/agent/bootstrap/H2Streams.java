@@ -5,19 +5,34 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.WeakHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * HTTP/2 client streams opened by a writer that buffers frames (OkHttp's
- * Http2Writer): a request's thread buffers its stream's HEADERS, and
- * whichever thread flushes the writer next sends them, with other
- * requests' HEADERS buffered in between. Each stream is noted with its
- * request when its HEADERS are buffered, and claimed for that request by
- * the thread that flushes them, just before it writes (jni/weft_tls.c,
- * bpf/include/h2claim.h): the kernel side gives each stream the write
- * opens the claim its writer left for it.
+ * HTTP/2 client streams whose HEADERS are written by another thread than
+ * their request's, maybe with other requests' HEADERS in one write. Each
+ * stream is noted with its request where its HEADERS are made, and
+ * claimed for that request by the thread that writes them, just before it
+ * does (jni/weft_tls.c, bpf/include/h2claim.h): the kernel side gives each
+ * stream the write opens the claim its writer left for it.
+ * <ul>
+ *   <li>OkHttp's Http2Writer: a request's thread buffers its stream's
+ *       HEADERS; whichever thread flushes the writer next sends them.
+ *   <li>The JDK's HttpClient: a request's stream is registered and its
+ *       HEADERS encoded into buffers, which the connection's SSL writer
+ *       wraps on whichever thread drives it.
+ * </ul>
  */
 public final class H2Streams {
   private H2Streams() {}
+
+  /** JDK: stream object -> its id, between registration and encoding. */
+  private static final IdTable STREAM_IDS = new IdTable(1 << 12);
+
+  /** JDK: encoded HEADERS buffer -> request id << 32 | stream id, until wrapped. */
+  private static final IdTable ENCODED = new IdTable(1 << 12);
+
+  /** Buffers in ENCODED: while none, a wrap looks for nothing. */
+  private static final AtomicInteger ENCODED_COUNT = new AtomicInteger();
 
   /** Writer -> {stream, logical id, tid} of the HEADERS it buffered, not flushed yet. */
   private static final Map<Object, List<long[]>> PENDING = Collections.synchronizedMap(new WeakHashMap<>());
@@ -40,6 +55,38 @@ public final class H2Streams {
     }
     for (long[] s : streams) {
       WeftNative.h2Claim((int) s[0], s[1], (int) s[2]);
+    }
+  }
+
+  /** JDK: stream (a jdk.internal.net.http.Stream) takes HTTP/2 stream id. */
+  public static void registered(Object stream, int id) {
+    STREAM_IDS.put(stream, id);
+  }
+
+  /** JDK: stream's HEADERS are encoded into buffers, to be queued for the SSL writer. */
+  public static void encoded(Object stream, List<?> buffers) {
+    long sid = STREAM_IDS.take(stream);
+    long rid = Carried.idOf(stream);
+    if (sid <= 0 || rid == 0 || buffers == null) {
+      return;
+    }
+    for (Object b : buffers) {
+      ENCODED.put(b, rid << 32 | sid);
+      ENCODED_COUNT.incrementAndGet();
+    }
+  }
+
+  /** JDK: srcs[off, off+len) are about to be wrapped by this thread: their streams are claimed now. */
+  public static void wrapping(Object[] srcs, int off, int len) {
+    if (ENCODED_COUNT.get() <= 0 || srcs == null) {
+      return;
+    }
+    for (int i = off; i < off + len && i < srcs.length; i++) {
+      long v = ENCODED.take(srcs[i]);
+      if (v != 0) {
+        ENCODED_COUNT.decrementAndGet();
+        WeftNative.h2Claim((int) v, v >>> 32, 0);
+      }
     }
   }
 }

@@ -213,12 +213,12 @@ final class Hooks {
         .hook(new Hook("okhttp3.RealCall$AsyncCall",
             named("run").and(takesArguments(0)), CarryAdvice.Mount.class, "run() (4.0-4.3)")));
 
-    // The JDK's java.net.http client, HTTP/1.1: send and sendAsync make a
+    // The JDK's java.net.http client: send and sendAsync make a
     // MultiExchange on the caller's thread; the id goes from it to its
     // exchanges and their request publisher, whose write task runs on the
     // client's executor: the request's id is mounted there.
     String http = "jdk.internal.net.http.";
-    m.add(new Module("jdk-httpclient", "java.net.http.HttpClient, HTTP/1.1 (JDK 11+)", null, Module.JDK)
+    m.add(new Module("jdk-httpclient", "java.net.http.HttpClient, HTTP/1.1 and HTTP/2 over TLS (JDK 11+)", null, Module.JDK)
         .hook(new Hook(http + "MultiExchange", isConstructor(), CarryAdvice.CaptureWithExchange.class,
             "<init> (and its first Exchange)"))
         .hook(new Hook(http + "Exchange", isConstructor().and(takesArgument(1, named(http + "MultiExchange"))),
@@ -235,7 +235,17 @@ final class Hooks {
         // (Around each wrap, not the writer's run: a run's socket write may
         // hand it the next request's bytes, which that same run wraps.)
         .hook(new Hook(http + "common.SSLFlowDelegate$Writer", named("wrapBuffers").and(takesArguments(1)),
-            CarryAdvice.Mount.class, "wrapBuffers(srcs) (wraps them)")));
+            CarryAdvice.Mount.class, "wrapBuffers(srcs) (wraps them)"))
+        // HTTP/2: a stream works for its exchange; its HEADERS, encoded on
+        // the request's side, are claimed where the SSL writer wraps them
+        // (TlsAdvice.EngineWrap, H2Streams).
+        .hook(new Hook(http + "Stream", isConstructor().and(takesArgument(1, named(http + "Exchange"))),
+            CarryAdvice.InheritArgument1.class, "<init>(Http2Connection, Exchange, WindowController)"))
+        .hook(new Hook(http + "Stream", named("registerStream").and(takesArguments(int.class, boolean.class)),
+            H2Advice.JdkRegister.class, "registerStream(id, registerIfCancelled) (HTTP/2)"))
+        .hook(new Hook(http + "Http2Connection",
+            named("encodeHeaders").and(takesArguments(2)).and(takesArgument(1, named(http + "Stream"))),
+            H2Advice.JdkEncoded.class, "encodeHeaders(OutgoingHeaders, Stream) (HTTP/2)")));
 
     // The JDK's TLS, for weft to see HTTPS in clear (TlsAdvice): SSLSocket's
     // application streams (OkHttp, HttpsURLConnection, Apache's classic

@@ -35,8 +35,8 @@ import reactor.core.publisher.Mono;
  */
 final class Clients {
   static final List<String> BLOCKING =
-      List.of("okhttp-execute", "jdk-send", "urlconnection", "apache5-classic");
-  static final List<String> ASYNC = List.of("okhttp-enqueue", "jdk-sendasync", "apache5-async", "webclient",
+      List.of("okhttp-execute", "jdk-send", "urlconnection", "apache5-classic", "jdk2-send");
+  static final List<String> ASYNC = List.of("okhttp-enqueue", "jdk-sendasync", "apache5-async", "webclient", "jdk2-sendasync",
       "ktor-cio", "ktor-okhttp", "ktor-java", "ktor-apache5");
 
   // Default limits everywhere: OkHttp's dispatcher runs 5 calls per host, so
@@ -45,6 +45,8 @@ final class Clients {
   // 5 calls at a time could not carry.)
   private final OkHttpClient okhttp = okhttp();
   private final HttpClient jdk = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+  // HTTP/2 where the server offers it by ALPN (over TLS), else HTTP/1.1.
+  private final HttpClient jdk2 = HttpClient.newBuilder().version(HttpClient.Version.HTTP_2).build();
   private final CloseableHttpClient apacheClassic = HttpClients.createDefault();
   private final CloseableHttpAsyncClient apacheAsync = HttpAsyncClients.createDefault();
   private final WebClient webClient = WebClient.create();
@@ -76,6 +78,10 @@ final class Clients {
         }
       case "jdk-send": {
         HttpResponse<String> r = jdk.send(jdkRequest(url), HttpResponse.BodyHandlers.ofString());
+        return body(r.statusCode(), r.body());
+      }
+      case "jdk2-send": {
+        HttpResponse<String> r = jdk2.send(jdkRequest(url), HttpResponse.BodyHandlers.ofString());
         return body(r.statusCode(), r.body());
       }
       case "urlconnection": {
@@ -116,6 +122,9 @@ final class Clients {
       }
       case "jdk-sendasync":
         return jdk.sendAsync(jdkRequest(url), HttpResponse.BodyHandlers.ofString())
+            .thenApply(r -> body(r.statusCode(), r.body()));
+      case "jdk2-sendasync":
+        return jdk2.sendAsync(jdkRequest(url), HttpResponse.BodyHandlers.ofString())
             .thenApply(r -> body(r.statusCode(), r.body()));
       case "apache5-async": {
         CompletableFuture<String> f = new CompletableFuture<>();
