@@ -16,7 +16,7 @@ var guestTests = []string{"TestGoNetHTTPServer", "TestParentChildOnSameThread", 
 	"TestInjectionKeepsRequestsValid", "TestInjectionLeavesTLSAlone", "TestInjectionLargeBodies",
 	"TestMountProtocolInterop", "TestTraceparentAfterSplitHead", "TestInjectedRequestIsOneSegment",
 	"TestGoAsyncParents", "TestNginxParents", "TestSamplingTraceIDRatio", "TestHTTP2Streams", "TestHTTP2ClientParents",
-	"TestGRPCClientParents", "TestGRPCCalls", "TestTLSGo", "TestTLSGoStackGrowth", "TestGRPCCallsTLS"}
+	"TestGRPCClientParents", "TestGRPCCalls", "TestTLSGo", "TestTLSGoStackGrowth", "TestTLSGoPlainCall", "TestGRPCCallsTLS"}
 
 // guestNginx is Debian's nginx with the loader and libraries it links, and
 // the accounts its workers switch to.
