@@ -171,7 +171,8 @@ int weft_jvm_tls_request(struct pt_regs *ctx)
  * space ahead of the write, naming the writing thread, as grpc-go's do
  * with its goroutine (h2claim.h): each stream the thread's write opens
  * takes its claim. A request that cannot be named (none live, or two
- * under the key) claims nothing: the stream starts a trace of its own. */
+ * under the key) is claimed as none: the stream starts a trace of its
+ * own. */
 SEC("uprobe")
 int weft_jvm_h2_claim(struct pt_regs *ctx)
 {
@@ -181,14 +182,19 @@ int weft_jvm_h2_claim(struct pt_regs *ctx)
 		return 0;
 	__u32 stream = (__u32)ctx->di;
 	__u64 id = ctx->si;
+	if (!stream)
+		return 0;
 	struct span_ctx *srv = lookup_active(tgid, id ? logical_key(id) : (__u32)ctx->dx);
-	if (!srv || !stream)
-		return 0;
-	if (srv->ambiguous) {
+	if (srv && srv->ambiguous) {
 		count(WEFT_STAT_PARENT_AMBIGUOUS);
-		return 0;
+		srv = 0;
 	}
-	emit_h2_claim(tgid, (__u32)pid_tgid, stream, srv);
+	/* Without a request, a claim all the same, naming none: it replaces
+	 * any claim left for this stream id by an earlier write of the
+	 * thread that did not carry it, which must not be taken for this
+	 * one (another connection's stream). */
+	struct span_ctx none = {};
+	emit_h2_claim(tgid, (__u32)pid_tgid, stream, srv ? srv : &none);
 	return 0;
 }
 

@@ -142,9 +142,9 @@ func (c *Correlator) openStreams(hc *h2conn, ev *event.Event) {
 			ids.trace, ids.parent, ids.flags = trace, parent, flags
 		} else if mine {
 			ids.trace, ids.parent, ids.flags = ev.TraceID, ev.ParentID, ev.TraceFlags
-		} else if isLeft {
+		} else if isLeft && left.trace != (spans.TraceID{}) {
 			ids.trace, ids.parent, ids.flags = left.trace, left.parent, left.flags
-		} else {
+		} else { // no claim, or one that names no request
 			ids.trace = c.ids.traceID()
 			ids.flags = c.opts.Sampler.Flags(ids.trace)
 		}

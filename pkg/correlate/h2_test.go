@@ -355,3 +355,31 @@ func TestH2ClaimsOfAWriterGoroutine(t *testing.T) {
 		t.Errorf("unmatched claims %d (want 3), %d left", got, len(r.c.h2claims))
 	}
 }
+
+// A JVM agent claims a stream of no request as none (a zero trace): the
+// claim replaces one an earlier write of the thread left unused for the
+// same stream id (another connection's), and the stream starts a valid
+// trace of its own.
+func TestH2ClaimOfNoRequest(t *testing.T) {
+	r := newRec(t, Options{})
+	claim := func(trace [16]byte, parent [8]byte) {
+		r.c.Handle(&event.Event{Kind: event.KindH2Claim, PID: 10, TID: 12, Time: 2 * ms, Goroutine: 12,
+			H2Stream: 1, TraceID: trace, ParentID: parent, TraceFlags: 1})
+	}
+	claim([16]byte{9, 9}, [8]byte{9}) // left by a write that did not carry its stream
+	claim([16]byte{}, [8]byte{})      // this stream's: no request
+	req := newH2Copy(true)
+	req.frame(4, 0, 0, 0, nil)
+	req.headers(1, true, ":method", "GET", ":scheme", "https", ":authority", "up:9090", ":path", "/none")
+	r.c.Handle(&event.Event{Kind: event.KindData, ConnID: 100, PID: 10, TID: 12, Key: 12, Dir: event.Egress, Time: 3 * ms,
+		Capture: event.CaptureH2, Goroutine: 12, Local: cliAddr, Remote: upAddr, Payload: []byte(req.take())})
+	resp := newH2Copy(false)
+	resp.headers(1, true, ":status", "200")
+	r.h2data(100, event.Ingress, 5*ms, resp.take(), event.CaptureH2)
+	if len(r.spans) != 1 {
+		t.Fatalf("%d spans, want 1", len(r.spans))
+	}
+	if s := r.spans[0]; !s.TraceID.IsValid() || s.ParentID.IsValid() || s.TraceID == ([16]byte{9, 9}) {
+		t.Errorf("trace %s parent %s, want a new trace", s.TraceID, s.ParentID)
+	}
+}

@@ -13,7 +13,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * stream is noted with its request where its HEADERS are made, and
  * claimed for that request by the thread that writes them, just before it
  * does (jni/weft_tls.c, bpf/include/h2claim.h): the kernel side gives each
- * stream the write opens the claim its writer left for it.
+ * stream the write opens the claim its writer left for it. A stream of no
+ * request is claimed too, as no request's: a claim left unused by an
+ * earlier write of the thread must never go to it.
  * <ul>
  *   <li>OkHttp's Http2Writer: a request's thread buffers its stream's
  *       HEADERS; whichever thread flushes the writer next sends them.
@@ -66,8 +68,8 @@ public final class H2Streams {
   /** JDK: stream's HEADERS are encoded into buffers, to be queued for the SSL writer. */
   public static void encoded(Object stream, List<?> buffers) {
     long sid = STREAM_IDS.take(stream);
-    long rid = Carried.idOf(stream);
-    if (sid <= 0 || rid == 0 || buffers == null) {
+    long rid = Carried.idOf(stream); // 0: claimed as no request's
+    if (sid <= 0 || buffers == null) {
       return;
     }
     for (Object b : buffers) {
@@ -83,7 +85,7 @@ public final class H2Streams {
     }
     for (int i = off; i < off + len && i < srcs.length; i++) {
       long v = ENCODED.take(srcs[i]);
-      if (v != 0) {
+      if (v != 0) { // a stream id, at least
         ENCODED_COUNT.decrementAndGet();
         WeftNative.h2Claim((int) v, v >>> 32, 0);
       }
