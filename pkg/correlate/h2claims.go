@@ -21,6 +21,10 @@ type h2ClaimKey struct {
 type h2Claim struct {
 	ids spanIDs // trace, parent and flags
 	at  uint64  // when it was reported
+	// twice: a second claim came for the same writer and stream before a
+	// write took the first (a JVM thread writing two connections' streams
+	// of one id): which is whose cannot be told, so neither is used.
+	twice bool
 }
 
 const (
@@ -41,9 +45,15 @@ func (c *Correlator) h2Claim(ev *event.Event) {
 	if c.h2claims == nil {
 		c.h2claims = map[h2ClaimKey]h2Claim{}
 	}
-	c.h2claims[h2ClaimKey{ev.PID, ev.Goroutine, ev.H2Stream}] = h2Claim{
-		ids: spanIDs{trace: ev.TraceID, parent: ev.ParentID, flags: ev.TraceFlags},
-		at:  ev.Time,
+	k := h2ClaimKey{ev.PID, ev.Goroutine, ev.H2Stream}
+	_, twice := c.h2claims[k]
+	if twice {
+		c.stats.H2ClaimsUnmatched.Add(1)
+	}
+	c.h2claims[k] = h2Claim{
+		ids:   spanIDs{trace: ev.TraceID, parent: ev.ParentID, flags: ev.TraceFlags},
+		at:    ev.Time,
+		twice: twice,
 	}
 }
 
@@ -58,7 +68,7 @@ func (c *Correlator) takeH2Claim(ev *event.Event, stream uint32) (spanIDs, bool)
 	if ok {
 		delete(c.h2claims, k)
 	}
-	return cl.ids, ok
+	return cl.ids, ok && !cl.twice
 }
 
 // expireH2Claims counts and forgets the claims whose write never came.

@@ -69,13 +69,13 @@ public final class H2Streams {
   public static void encoded(Object stream, List<?> buffers) {
     long sid = STREAM_IDS.take(stream);
     long rid = Carried.idOf(stream); // 0: claimed as no request's
-    if (sid <= 0 || buffers == null) {
+    if (sid <= 0 || buffers == null || buffers.isEmpty()) {
       return;
     }
-    for (Object b : buffers) {
-      ENCODED.put(b, rid << 32 | sid);
-      ENCODED_COUNT.incrementAndGet();
-    }
+    // The first buffer only: one claim per stream (a second would make
+    // both unusable), made where the HEADERS begin to be wrapped.
+    ENCODED.put(buffers.get(0), rid << 32 | sid);
+    ENCODED_COUNT.incrementAndGet();
   }
 
   /** JDK: srcs[off, off+len) are about to be wrapped by this thread: their streams are claimed now. */
