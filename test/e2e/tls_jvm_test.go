@@ -20,9 +20,10 @@ import (
 // own request, the first request of each connection the JDK's HttpClient
 // opens under the load included (its bytes wait for the handshake and are
 // wrapped by the thread that ends it). Again with websrv offering HTTP/2:
-// OkHttp's calls and the JDK HttpClient's (built for HTTP/2) go as
-// streams of shared connections, whose HEADERS one thread may write with
-// other requests' (H2Streams): every stream under its own request too.
+// OkHttp's, Apache's async client's and the JDK HttpClient's (built for
+// HTTP/2) calls go as streams of shared connections, whose HEADERS one
+// thread may write with other requests' (H2Streams): every stream under
+// its own request too.
 func TestTLSJVM(t *testing.T) {
 	setup(t)
 	buildJava(t)
@@ -38,8 +39,8 @@ func TestTLSJVM(t *testing.T) {
 	}{
 		{"jdk17", "jdk17", false, springClients[:8]},
 		{"jdk25", "jdk25", false, springClients[:8]},
-		{"jdk17-http2", "jdk17", true, []string{"okhttp-execute", "okhttp-enqueue", "jdk2-send", "jdk2-sendasync"}},
-		{"jdk25-http2", "jdk25", true, []string{"okhttp-execute", "okhttp-enqueue", "jdk2-send", "jdk2-sendasync"}},
+		{"jdk17-http2", "jdk17", true, []string{"okhttp-execute", "okhttp-enqueue", "jdk2-send", "jdk2-sendasync", "apache5-async"}},
+		{"jdk25-http2", "jdk25", true, []string{"okhttp-execute", "okhttp-enqueue", "jdk2-send", "jdk2-sendasync", "apache5-async"}},
 	} {
 		name := tc.jdk
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,5 +1,6 @@
 package dev.weft.agent.advice;
 
+import dev.weft.agent.bootstrap.Carried;
 import dev.weft.agent.bootstrap.H2Streams;
 import java.util.List;
 import net.bytebuddy.asm.Advice;
@@ -41,6 +42,30 @@ public final class H2Advice {
     @Advice.OnMethodExit(suppress = Throwable.class)
     static void exit(@Advice.Argument(1) Object stream, @Advice.Return List<?> buffers) {
       H2Streams.encoded(stream, buffers);
+    }
+  }
+
+  /** Apache HttpCore 5.1-5.3's ClientH2StreamMultiplexer.createLocallyInitiatedStream(command, ...): the stream's handler works for the command's request. */
+  public static final class ApacheStreamOfCommand {
+    @Advice.OnMethodExit(suppress = Throwable.class)
+    static void exit(@Advice.Argument(0) Object command, @Advice.Return Object handler) {
+      Carried.inherit(handler, command);
+    }
+  }
+
+  /** Apache HttpCore 5.4's ClientH2StreamMultiplexer.outgoingRequest(channel, exchange, push, context). */
+  public static final class ApacheStreamOfContext {
+    @Advice.OnMethodExit(suppress = Throwable.class)
+    static void exit(@Advice.Argument(3) Object context, @Advice.Return Object handler) {
+      Carried.inherit(handler, context);
+    }
+  }
+
+  /** Apache HttpCore 5's AbstractH2StreamMultiplexer.commitHeaders(streamId, headers, endStream): about to be written. */
+  public static final class ApacheCommitHeaders {
+    @Advice.OnMethodEnter(suppress = Throwable.class)
+    static void enter(@Advice.This Object multiplexer, @Advice.Argument(0) int streamId) {
+      H2Streams.committing(multiplexer, streamId);
     }
   }
 }

@@ -22,6 +22,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  *   <li>The JDK's HttpClient: a request's stream is registered and its
  *       HEADERS encoded into buffers, which the connection's SSL writer
  *       wraps on whichever thread drives it.
+ *   <li>Apache's async client: the I/O reactor makes and writes every
+ *       stream's HEADERS, under the id of the request whose stream handler
+ *       produces them (mounted by the agent), and claims each as it
+ *       commits it; its write follows, on the same thread.
  * </ul>
  */
 public final class H2Streams {
@@ -90,5 +94,16 @@ public final class H2Streams {
         WeftNative.h2Claim((int) v, v >>> 32, 0);
       }
     }
+  }
+
+  private static final String APACHE_CLIENT = "org.apache.hc.core5.http2.impl.nio.ClientH2StreamMultiplexer";
+
+  /** Apache: multiplexer commits the HEADERS of streamId now, for the request mounted here. */
+  public static void committing(Object multiplexer, int streamId) {
+    if (!APACHE_CLIENT.equals(multiplexer.getClass().getName())) {
+      return; // a server's answer, on a stream it did not open
+    }
+    long id = Context.current();
+    WeftNative.h2Claim(streamId, id, id == 0 ? WeftNative.gettid() : 0);
   }
 }

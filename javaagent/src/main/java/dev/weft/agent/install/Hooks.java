@@ -270,7 +270,8 @@ final class Hooks {
     // its context; the I/O reactor writes it from the connection's duplexer.
     // (The classic client writes on the caller's thread: nothing to carry.)
     String core = "org.apache.hc.core5.http.impl.nio.";
-    m.add(new Module("apache-httpclient-5", "Apache HttpClient 5.1-5.6 async, HTTP/1.1",
+    String h2 = "org.apache.hc.core5.http2.impl.nio.";
+    m.add(new Module("apache-httpclient-5", "Apache HttpClient 5.1-5.6 async, HTTP/1.1 and HTTP/2",
             "org.apache.hc.client5.http.impl.async.InternalAbstractHttpAsyncClient",
             Module.resourceProperty("org/apache/hc/client5/version.properties", "info.release"))
         .hook(new Hook("org.apache.hc.client5.http.async.AsyncExecChain$Scope", isConstructor(),
@@ -281,7 +282,19 @@ final class Hooks {
             named("execute").and(takesArguments(1)), CarryAdvice.MountCommand.class,
             "execute(RequestExecutionCommand) (writes the head)"))
         .hook(new Hook(core + "AbstractHttp1StreamDuplexer",
-            named("onOutput").and(takesArguments(0)), CarryAdvice.Mount.class, "onOutput() (later writes)")));
+            named("onOutput").and(takesArguments(0)), CarryAdvice.Mount.class, "onOutput() (later writes)"))
+        // HTTP/2: a stream's handler works for its command's (5.1-5.3) or its
+        // context's (5.4) request, mounted while it produces; the reactor
+        // claims each stream as it commits its HEADERS (H2Streams).
+        .hook(new Hook(h2 + "ClientH2StreamMultiplexer", named("createLocallyInitiatedStream").and(takesArguments(4)),
+            H2Advice.ApacheStreamOfCommand.class, "createLocallyInitiatedStream(command, ...) (HTTP/2, 5.1-5.3)"))
+        .hook(new Hook(h2 + "ClientH2StreamMultiplexer", named("outgoingRequest").and(takesArguments(4)),
+            H2Advice.ApacheStreamOfContext.class, "outgoingRequest(..., context) (HTTP/2, 5.4)"))
+        .hook(new Hook(h2 + "ClientH2StreamHandler", named("produceOutput").and(takesArguments(0)),
+            CarryAdvice.Mount.class, "produceOutput() (HTTP/2)"))
+        .hook(new Hook(h2 + "AbstractH2StreamMultiplexer",
+            named("commitHeaders").and(takesArguments(int.class, List.class, boolean.class)),
+            H2Advice.ApacheCommitHeaders.class, "commitHeaders(streamId, headers, endStream) (HTTP/2)")));
 
     // Reactor Netty's HttpClient (Spring's WebClient): an acquire of a pooled
     // connection is made on the subscriber's thread; the pool delivers the
