@@ -3,6 +3,7 @@ package correlate
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 	"testing"
 	"time"
 
@@ -356,61 +357,50 @@ func TestH2ClaimsOfAWriterGoroutine(t *testing.T) {
 	}
 }
 
-// A JVM agent claims a stream of no request as none (a zero trace), and
-// the stream starts a valid trace of its own; so does a stream whose
-// writer claimed its id twice before a write took the first claim (an
-// earlier write of the thread did not carry it: another connection's
-// stream of the same id), counted.
-func TestH2ClaimOfNoRequest(t *testing.T) {
-	r := newRec(t, Options{})
-	claim := func(trace [16]byte, parent [8]byte) {
-		r.c.Handle(&event.Event{Kind: event.KindH2Claim, PID: 10, TID: 12, Time: 2 * ms, Goroutine: 12,
-			H2Stream: 1, TraceID: trace, ParentID: parent, TraceFlags: 1})
-	}
-	claim([16]byte{9, 9}, [8]byte{9}) // left by a write that did not carry its stream
-	claim([16]byte{}, [8]byte{})      // this stream's: no request
-	req := newH2Copy(true)
-	req.frame(4, 0, 0, 0, nil)
-	req.headers(1, true, ":method", "GET", ":scheme", "https", ":authority", "up:9090", ":path", "/none")
-	r.c.Handle(&event.Event{Kind: event.KindData, ConnID: 100, PID: 10, TID: 12, Key: 12, Dir: event.Egress, Time: 3 * ms,
-		Capture: event.CaptureH2, Goroutine: 12, Local: cliAddr, Remote: upAddr, Payload: []byte(req.take())})
-	resp := newH2Copy(false)
-	resp.headers(1, true, ":status", "200")
-	r.h2data(100, event.Ingress, 5*ms, resp.take(), event.CaptureH2)
-	if len(r.spans) != 1 {
-		t.Fatalf("%d spans, want 1", len(r.spans))
-	}
-	if s := r.spans[0]; !s.TraceID.IsValid() || s.ParentID.IsValid() || s.TraceID == ([16]byte{9, 9}) {
-		t.Errorf("trace %s parent %s, want a new trace", s.TraceID, s.ParentID)
-	}
-	if got := r.c.Stats().H2ClaimsUnmatched.Load(); got != 1 || len(r.c.h2claims) != 0 {
-		t.Errorf("unmatched claims %d (want 1: the first of stream 1's two), %d left", got, len(r.c.h2claims))
-	}
-}
-
-// Two claims of one writer for one stream id, both naming requests: the
-// write that opens the stream takes neither.
-func TestH2ClaimTwice(t *testing.T) {
-	r := newRec(t, Options{})
-	for i, trace := range [][16]byte{{1, 1}, {2, 2}} {
-		r.c.Handle(&event.Event{Kind: event.KindH2Claim, PID: 10, TID: 12, Time: uint64(i+1) * ms, Goroutine: 12,
-			H2Stream: 3, TraceID: trace, ParentID: [8]byte{byte(i + 1)}, TraceFlags: 1})
-	}
-	req := newH2Copy(true)
-	req.frame(4, 0, 0, 0, nil)
-	req.headers(3, true, ":method", "GET", ":scheme", "https", ":authority", "up:9090", ":path", "/twice")
-	r.c.Handle(&event.Event{Kind: event.KindData, ConnID: 100, PID: 10, TID: 12, Key: 12, Dir: event.Egress, Time: 3 * ms,
-		Capture: event.CaptureH2, Goroutine: 12, Local: cliAddr, Remote: upAddr, Payload: []byte(req.take())})
-	resp := newH2Copy(false)
-	resp.headers(3, true, ":status", "200")
-	r.h2data(100, event.Ingress, 5*ms, resp.take(), event.CaptureH2)
-	if len(r.spans) != 1 {
-		t.Fatalf("%d spans, want 1", len(r.spans))
-	}
-	if s := r.spans[0]; !s.TraceID.IsValid() || s.ParentID.IsValid() {
-		t.Errorf("trace %s parent %s, want a new trace", s.TraceID, s.ParentID)
-	}
-	if got := r.c.Stats().H2ClaimsUnmatched.Load(); got != 1 {
-		t.Errorf("unmatched claims %d, want 1", got)
+// Claims that give a stream no parent: a JVM agent's claim of a stream of
+// no request (a zero trace), alone or after one an earlier write of the
+// thread left unused for the same id (another connection's stream), and
+// two claims of one writer for one stream id, both naming requests. Either way the
+// write that opens the stream takes no parent: a valid trace of its own,
+// and the claim that cannot be used is counted.
+func TestH2ClaimsThatGiveNoParent(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		traces [][16]byte // the claims of stream 3, in order
+	}{
+		{"of no request", [][16]byte{{}}},
+		{"of no request, after one left unused", [][16]byte{{9, 9}, {}}},
+		{"twice", [][16]byte{{1, 1}, {2, 2}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRec(t, Options{})
+			for i, trace := range tc.traces {
+				parent := [8]byte{}
+				if trace != ([16]byte{}) {
+					parent[0] = byte(i + 1)
+				}
+				r.c.Handle(&event.Event{Kind: event.KindH2Claim, PID: 10, TID: 12, Time: uint64(i+1) * ms, Goroutine: 12,
+					H2Stream: 3, TraceID: trace, ParentID: parent, TraceFlags: 1})
+			}
+			req := newH2Copy(true)
+			req.frame(4, 0, 0, 0, nil)
+			req.headers(3, true, ":method", "GET", ":scheme", "https", ":authority", "up:9090", ":path", "/x")
+			r.c.Handle(&event.Event{Kind: event.KindData, ConnID: 100, PID: 10, TID: 12, Key: 12, Dir: event.Egress,
+				Time: 3 * ms, Capture: event.CaptureH2, Goroutine: 12, Local: cliAddr, Remote: upAddr,
+				Payload: []byte(req.take())})
+			resp := newH2Copy(false)
+			resp.headers(3, true, ":status", "200")
+			r.h2data(100, event.Ingress, 5*ms, resp.take(), event.CaptureH2)
+			if len(r.spans) != 1 {
+				t.Fatalf("%d spans, want 1", len(r.spans))
+			}
+			s := r.spans[0]
+			if !s.TraceID.IsValid() || s.ParentID.IsValid() || slices.Contains(tc.traces, [16]byte(s.TraceID)) {
+				t.Errorf("trace %s parent %s, want a new trace", s.TraceID, s.ParentID)
+			}
+			if got := r.c.Stats().H2ClaimsUnmatched.Load(); got != uint64(len(tc.traces)-1) || len(r.c.h2claims) != 0 {
+				t.Errorf("unmatched claims %d (want %d: all but the last), %d left", got, len(tc.traces)-1, len(r.c.h2claims))
+			}
+		})
 	}
 }
