@@ -37,7 +37,11 @@ public final class H2Streams {
   /** JDK: encoded HEADERS buffer -> request id << 32 | stream id, until wrapped. */
   private static final IdTable ENCODED = new IdTable(1 << 12);
 
-  /** Buffers in ENCODED: while none, a wrap looks for nothing. */
+  /**
+   * Buffers put in ENCODED and not taken yet: while none, a wrap looks for
+   * nothing. Entries the table drops (collected, or a full stripe) are not
+   * subtracted, so it may stay above 0: a wrap then looks in vain.
+   */
   private static final AtomicInteger ENCODED_COUNT = new AtomicInteger();
 
   /** Writer -> {stream, logical id, tid} of the HEADERS it buffered, not flushed yet. */
