@@ -90,6 +90,51 @@
       }
     }
 
+    // HTTP/2 (node:http2): a session carries many requests' streams, so
+    // a stream is announced by its id, which request() assigns at once on
+    // a connected session (else at the stream's 'ready', when the session
+    // connects), before its HEADERS leave in a later step of the loop.
+    // The request it works for is the one current at request().
+    const announceStream = (store, stream) => {
+      if (typeof stream.id !== 'number') return;
+      try {
+        fs.accessSync(PREFIX + 'h2/' + parentOf(store) + hex8(stream.id));
+      } catch (_) {
+        // ENOTDIR, always.
+      }
+    };
+    const trackStream = (stream) => {
+      if (!stream || typeof stream.once !== 'function') return;
+      const store = incoming.getStore();
+      if (typeof stream.id === 'number') announceStream(store, stream);
+      else stream.once('ready', () => announceStream(store, stream));
+    };
+    // ClientHttp2Session is not exported: its prototype's request is
+    // wrapped when the first session is made.
+    const kStreamsTracked = Symbol.for('weft.http2.tracked');
+    const trackSessions = (session) => {
+      const proto = session && Object.getPrototypeOf(session);
+      if (!proto || proto[kStreamsTracked] || typeof proto.request !== 'function') return;
+      const orig = proto.request;
+      proto.request = function request(...args) {
+        const stream = orig.apply(this, args);
+        try { trackStream(stream); } catch (_) { /* never break the caller */ }
+        return stream;
+      };
+      proto[kStreamsTracked] = true;
+    };
+    let http2 = null;
+    try { http2 = load('http2'); } catch (_) { /* built without it */ }
+    if (http2 && typeof http2.connect === 'function') {
+      const connect = http2.connect;
+      http2.connect = function connect_(...args) {
+        const session = connect.apply(this, args);
+        try { trackSessions(session); } catch (_) { /* never break the caller */ }
+        return session;
+      };
+      Object.defineProperty(http2.connect, 'name', { value: connect.name });
+    }
+
     // ES modules' named imports of node:http see the wrapped functions.
     const mod = load('module');
     if (typeof mod.syncBuiltinESMExports === 'function') mod.syncBuiltinESMExports();

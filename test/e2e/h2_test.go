@@ -410,12 +410,22 @@ func TestHTTP2Curl(t *testing.T) {
 // this host (HPACK leaves no room for injection).
 func TestHTTP2ClientParents(t *testing.T) {
 	setup(t)
-	checkFrontCalls(t, bins.h2app, "-mode=h2-front", func(tls bool) []string {
-		if tls {
-			return []string{"-mode=https-server"}
-		}
-		return []string{"-mode=h2c-server"}
-	}, h2Call)
+	checkFrontCalls(t, h2FrontOf(bins.h2app, "-mode=h2-front"), h2Backend, h2Call)
+}
+
+// h2Backend: h2app's HTTP/2 server, h2c or over TLS.
+func h2Backend(tls bool) []string {
+	if tls {
+		return []string{"-mode=https-server"}
+	}
+	return []string{"-mode=h2c-server"}
+}
+
+// h2FrontOf: the command of h2app build bin as a front in mode.
+func h2FrontOf(bin, mode string) func(backAddr string, tls bool) *exec.Cmd {
+	return func(backAddr string, tls bool) *exec.Cmd {
+		return exec.Command(bin, mode, "-addr="+backAddr, "-tls="+strconv.FormatBool(tls))
+	}
 }
 
 // grpc-go's client writes every stream's HEADERS on its connection's
@@ -429,7 +439,7 @@ func TestGRPCClientParents(t *testing.T) {
 	setup(t)
 	for _, front := range []struct{ name, bin string }{{"grpc-1.85", bins.h2app}, {"grpc-1.81", bins.h2appGRPC181}} {
 		t.Run(front.name, func(t *testing.T) {
-			checkFrontCalls(t, front.bin, "-mode=grpc-front", func(tls bool) []string {
+			checkFrontCalls(t, h2FrontOf(front.bin, "-mode=grpc-front"), func(tls bool) []string {
 				return []string{"-mode=grpc-server", "-tls=" + strconv.FormatBool(tls)}
 			}, grpcCall)
 		})
@@ -437,14 +447,14 @@ func TestGRPCClientParents(t *testing.T) {
 }
 
 // checkFrontCalls starts h2app's backend (backendArgs, h2c then TLS) and
-// a front (frontBin, an h2app build, in frontMode) calling it over one
-// HTTP/2 connection, sends
+// a front (the command front makes) calling it over one HTTP/2
+// connection, sends
 // 300 numbered requests at c32 to /req/ (one call each) and to /fan/ (two
 // from two goroutines), and requires every client span (named by call)
 // under its own request and every backend span under its call
 // (checkFrontParents), no other span, and every backend span linked on
 // this host.
-func checkFrontCalls(t *testing.T, frontBin, frontMode string, backendArgs func(tls bool) []string,
+func checkFrontCalls(t *testing.T, front func(backAddr string, tls bool) *exec.Cmd, backendArgs func(tls bool) []string,
 	call func(span) (name, request string, ok bool)) {
 	t.Helper()
 	for _, tls := range []bool{false, true} {
@@ -452,8 +462,8 @@ func checkFrontCalls(t *testing.T, frontBin, frontMode string, backendArgs func(
 		t.Run(name, func(t *testing.T) {
 			rcv := otlptest.Start(t)
 			backend, backAddr := startListener(t, exec.Command(bins.h2app, backendArgs(tls)...))
-			cmd := exec.Command(frontBin, frontMode, "-addr="+backAddr, "-tls="+strconv.FormatBool(tls))
-			cmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME=front")
+			cmd := front(backAddr, tls)
+			cmd.Env = append(append(os.Environ(), cmd.Env...), "OTEL_SERVICE_NAME=front")
 			front, frontAddr := startListener(t, cmd)
 			w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", front.Pid(), backend.Pid()))
 			const n = 300

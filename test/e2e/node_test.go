@@ -148,6 +148,21 @@ func TestNodeAsyncParents(t *testing.T) {
 	}
 }
 
+// Node.js's HTTP/2 client: a front serving HTTP/1.1 makes every call on
+// one node:http2 session to h2app's HTTP/2 backend (h2c, then TLS), where
+// the streams of 32 requests at once interleave; the companion claims
+// each stream by its id (announce.h). Every client span is under its own
+// request, every backend span under its call, none split.
+func TestNodeHTTP2ClientParents(t *testing.T) {
+	setup(t)
+	app, companion := nodeAsync(t)
+	checkFrontCalls(t, func(backAddr string, tls bool) *exec.Cmd {
+		cmd := exec.Command("node", app, backAddr, map[bool]string{false: "h2", true: "h2-tls"}[tls])
+		cmd.Env = []string{"NODE_OPTIONS=--require " + companion}
+		return cmd
+	}, h2Backend, h2Call)
+}
+
 // listeningPortsOf lists the TCP ports process pid listens on.
 func listeningPortsOf(t *testing.T, pid int) []string {
 	t.Helper()

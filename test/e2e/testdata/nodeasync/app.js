@@ -4,9 +4,13 @@
 //
 //   node app.js BACKEND_HOST:PORT [http|express]
 //   node app.js BACKEND_HOST:PORT https CERT_FILE KEY_FILE
+//   node app.js BACKEND_HOST:PORT h2|h2-tls
 //
 // https: the front serves HTTPS and calls the backend over HTTPS (the
 // backend's certificate is not checked: NODE_TLS_REJECT_UNAUTHORIZED=0).
+// h2, h2-tls: the front serves HTTP/1.1 and makes every call on one
+// HTTP/2 session (node:http2), h2c or over TLS, opened at the first call,
+// so that the streams of concurrent requests interleave on it.
 //
 //   /req/N    waits 0-10 ms, then GETs BACKEND/work/N with http.get
 //             (a keep-alive agent of 8 sockets: calls queue for a socket
@@ -38,15 +42,37 @@ function call(path) {
   });
 }
 
+let session = null;
+function h2Session() {
+  if (session && !session.closed && !session.destroyed) return session;
+  const http2 = require('http2');
+  const url = `${flavour === 'h2-tls' ? 'https' : 'http'}://${backend}`;
+  session = http2.connect(url, { rejectUnauthorized: false });
+  session.on('error', () => { session = null; });
+  return session;
+}
+
+function h2Call(path) {
+  return new Promise((resolve, reject) => {
+    const stream = h2Session().request({ ':path': path });
+    let status = 0;
+    stream.on('response', (h) => { status = h[':status']; });
+    stream.on('error', reject);
+    stream.resume();
+    stream.on('end', () => (status === 200 ? resolve() : reject(new Error(`${path}: ${status}`))));
+  });
+}
+
 async function fetchCall(path) {
   const res = await fetch(`${scheme}://${backend}${path}`);
   await res.text();
   if (res.status !== 200) throw new Error(`${path}: ${res.status}`);
 }
 
+const get = flavour.startsWith('h2') ? h2Call : call;
 const routes = {
-  req: async (n) => { await wait(); await call(`/work/${n}`); },
-  fan: async (n) => { await wait(); await Promise.all([call(`/work/${n}/a`), call(`/work/${n}/b`)]); },
+  req: async (n) => { await wait(); await get(`/work/${n}`); },
+  fan: async (n) => { await wait(); await Promise.all([get(`/work/${n}/a`), get(`/work/${n}/b`)]); },
   fetch: async (n) => { await wait(); await fetchCall(`/work/${n}`); },
   spawn: async (n) => { setTimeout(() => call(`/work/late-${n}`).catch(() => {}), 50); },
 };
