@@ -102,7 +102,7 @@ static __always_inline int go_tls(struct pt_regs *ctx)
 	 * answer (net/http's readLoop) may report it first, on another CPU,
 	 * and an answer seen before its request is matched to the next one.
 	 * A Write moves all of its record unless the connection fails. */
-	tls_write_begins(pid_tgid, c.conn, c.buf, ctx->di, &id);
+	tls_write_begins(pid_tgid, c.conn, c.sock, c.buf, ctx->di, &id);
 	tls_report(ctx, pid_tgid, &c, ctx->di);
 	return 0;
 }

@@ -83,7 +83,7 @@ static __always_inline int ssl_enter(struct pt_regs *ctx)
 	tls_bio_call_begins(pi, pid_tgid, c.conn);
 	tls_call_begin(pi, pid_tgid, &c);
 	if (c.dir == WEFT_DIR_EGRESS)
-		tls_write_begins(pid_tgid, c.conn, c.buf, ex ? ctx->dx : (__u64)(int)ctx->dx, 0);
+		tls_write_begins(pid_tgid, c.conn, 0, c.buf, ex ? ctx->dx : (__u64)(int)ctx->dx, 0);
 	return 0;
 }
 

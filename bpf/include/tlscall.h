@@ -64,17 +64,20 @@ __noinline int tls_client_start(struct event_buf *e, __u32 n, __u64 pid_tgid, __
 	return 0;
 }
 
-static __always_inline void tls_write_begins(__u64 pid_tgid, __u64 conn, __u64 buf, __u64 num,
+/* A TLS write of num bytes at buf on connection conn: when they begin a
+ * request, its client span is decided now (tls_client_start). sock: the
+ * connection's socket if the caller knows it, else 0. A response's bytes
+ * are not copied here: a first look at the method tells it. */
+static __always_inline void tls_write_begins(__u64 pid_tgid, __u64 conn, __u64 sock, __u64 buf, __u64 num,
 					     const struct go_id *gid)
 {
-	struct tls_conn_key tk = {.conn = conn, .tgid = pid_tgid >> 32};
-	__u64 *sk = bpf_map_lookup_elem(&tls_socks, &tk);
-	if (!sk || !num)
-		return;
-	__u64 sock = *sk;
 	__u32 zero = 0;
 	struct event_buf *e = bpf_map_lookup_elem(&scratch, &zero);
-	if (!e)
+	if (!e || num < 8 || bpf_probe_read_user(e->data, 8, (void *)buf) < 0 || !is_request_start(e->data, 8))
+		return;
+	if (!sock)
+		sock = tls_sock_of(conn, pid_tgid >> 32);
+	if (!sock)
 		return;
 	struct user_buf ub = {.ptr = buf};
 	__u32 n = copy_payload(e, &ub, num > 0xffffffff ? 0xffffffff : num);
