@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -175,5 +176,31 @@ func checkModulesApplied(t *testing.T, j jvm, modules ...string) {
 	}
 	if strings.Contains(out, "weft-agent: could not instrument") || strings.Contains(out, "weft-agent: inactive") {
 		t.Errorf("agent trouble:\n%s", out)
+	}
+}
+
+// Reactor Netty (Spring's WebClient) over cleartext HTTP/2 with prior
+// knowledge: the Spring MVC app calls websrv (h2c) on JDK 17 and 25.
+// Reactor Netty opens several connections per event loop, whose streams
+// share ids; each connection's streams are claimed where its pipeline's
+// head flushes them (H2Streams): every call under its own request.
+func TestJVMHTTP2Cleartext(t *testing.T) {
+	setup(t)
+	buildJava(t)
+	for _, name := range []string{"jdk17", "jdk25"} {
+		t.Run(name, func(t *testing.T) {
+			rcv := otlptest.Start(t)
+			backend, backAddr := startServer(t, "-mode=nethttp", "-h2")
+			front := startJVMJar(t, jdks[name], "front", testAppJar("spring"),
+				[]string{"BACKEND_URL=http://" + backAddr, "WEB_STACK=mvc"}, "-javaagent:"+agentJar())
+			w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", front.Pid(), backend.Pid()))
+			routes := []frontPath{{"/webclient2c/", 1}}
+			for _, r := range routes {
+				numberedLoad(t, front.url+r.path, 40, 8)
+			}
+			quiesce(rcv, 20*time.Second)
+			checkClientParents(t, w, rcv, front, "websrv", "http", "2", routes)
+			checkModulesApplied(t, front, "netty-http2-client", "reactor-netty-http2-client")
+		})
 	}
 }

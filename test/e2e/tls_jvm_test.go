@@ -20,11 +20,13 @@ import (
 // own request, the first request of each connection the JDK's HttpClient
 // opens under the load included (its bytes wait for the handshake and are
 // wrapped by the thread that ends it). Again with websrv offering HTTP/2:
-// OkHttp's, Apache's async client's and the JDK HttpClient's (built for
-// HTTP/2) calls go as streams of shared connections, whose HEADERS one
-// thread may write with other requests' (H2Streams): every stream under
-// its own request too.
+// OkHttp's, Apache's async client's, the JDK HttpClient's and WebClient's
+// (built for HTTP/2; Reactor Netty opens several connections per event
+// loop, whose streams share ids) calls go as streams of shared
+// connections, whose HEADERS one thread may write with other requests'
+// (H2Streams): every stream under its own request too.
 func TestTLSJVM(t *testing.T) {
+	h2Clients := []string{"okhttp-execute", "okhttp-enqueue", "jdk2-send", "jdk2-sendasync", "apache5-async", "webclient2"}
 	setup(t)
 	buildJava(t)
 	dir := t.TempDir()
@@ -39,8 +41,8 @@ func TestTLSJVM(t *testing.T) {
 	}{
 		{"jdk17", "jdk17", false, springClients[:8]},
 		{"jdk25", "jdk25", false, springClients[:8]},
-		{"jdk17-http2", "jdk17", true, []string{"okhttp-execute", "okhttp-enqueue", "jdk2-send", "jdk2-sendasync", "apache5-async"}},
-		{"jdk25-http2", "jdk25", true, []string{"okhttp-execute", "okhttp-enqueue", "jdk2-send", "jdk2-sendasync", "apache5-async"}},
+		{"jdk17-http2", "jdk17", true, h2Clients},
+		{"jdk25-http2", "jdk25", true, h2Clients},
 	} {
 		name := tc.jdk
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,6 +90,7 @@ func TestTLSJVM(t *testing.T) {
 			checkClientParents(t, w, rcv, front, "websrv", "https", proto, routes)
 			checkModulesApplied(t, front, "jdk-tls")
 			if tc.h2 {
+				checkModulesApplied(t, front, "netty-http2-client", "reactor-netty-http2-client")
 				// OkHttp opens several connections under the first burst
 				// and closes all but one. Their last frames (17-byte
 				// GOAWAYs, a SETTINGS ack) come when their descriptor no

@@ -42,7 +42,7 @@ func main() {
 	useTLS := flag.Bool("tls", false, "serve HTTPS with a self-signed certificate (nethttp mode)")
 	certFile := flag.String("cert", "", "with -tls: the certificate (PEM) to serve, with -key; default: a new one")
 	keyFile := flag.String("key", "", "with -tls: the certificate's key (PEM)")
-	h2 := flag.Bool("h2", false, "with -tls: offer HTTP/2 by ALPN, beside HTTP/1.1 (nethttp mode)")
+	h2 := flag.Bool("h2", false, "offer HTTP/2 beside HTTP/1.1 (nethttp mode): by ALPN with -tls, else with prior knowledge (h2c)")
 	bgBurn := flag.Bool("background-burn", false, "keep one goroutine burning CPU outside any request")
 	sendN := flag.Int("requests", 20000, "requests to send (sender mode)")
 	flag.Parse()
@@ -77,6 +77,7 @@ func main() {
 		var protos http.Protocols
 		protos.SetHTTP1(true)
 		protos.SetHTTP2(*h2)
+		protos.SetUnencryptedHTTP2(*h2 && !*useTLS)
 		log.Fatal((&http.Server{Handler: handlers(), Protocols: &protos}).Serve(ln))
 	case "thread":
 		for {

@@ -68,4 +68,27 @@ public final class H2Advice {
       H2Streams.committing(multiplexer, streamId);
     }
   }
+
+  /** Netty's Http2FrameCodec.writeHeadersFrame(ctx, headersFrame, promise): a frame of a stream without an id opens one. */
+  public static final class NettyHeadersFrame {
+    @Advice.OnMethodEnter(suppress = Throwable.class)
+    static int enter(@Advice.Argument(1) Object headersFrame) {
+      return H2Streams.nettyStreamId(headersFrame);
+    }
+
+    @Advice.OnMethodExit(suppress = Throwable.class)
+    static void exit(@Advice.Enter int idBefore, @Advice.Argument(0) Object ctx, @Advice.Argument(1) Object headersFrame) {
+      if (idBefore <= 0) {
+        H2Streams.nettyOpened(ctx, headersFrame);
+      }
+    }
+  }
+
+  /** Netty's SslHandler.wrap(ctx, inUnwrap) and the pipeline head's flush(ctx): the channel's outbound buffer is about to be written. */
+  public static final class NettyWrite {
+    @Advice.OnMethodEnter(suppress = Throwable.class)
+    static void enter(@Advice.Argument(0) Object ctx) {
+      H2Streams.nettyWriting(ctx);
+    }
+  }
 }

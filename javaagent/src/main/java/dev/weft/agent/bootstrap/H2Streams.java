@@ -26,6 +26,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  *       stream's HEADERS, under the id of the request whose stream handler
  *       produces them (mounted by the agent), and claims each as it
  *       commits it; its write follows, on the same thread.
+ *   <li>Netty's HTTP/2 codec (Reactor Netty): a client's stream is made
+ *       with its stream channel, under its request, but has its id only
+ *       when its HEADERS are encoded, on the connection's event loop, into
+ *       the connection's outbound buffer, which the event loop wraps (TLS)
+ *       or flushes later, other streams' HEADERS with them.
  * </ul>
  */
 public final class H2Streams {
@@ -109,5 +114,48 @@ public final class H2Streams {
     }
     long id = Context.current();
     WeftNative.h2Claim(streamId, id, id == 0 ? WeftNative.gettid() : 0);
+  }
+
+  private static final InterfaceCall STREAM_OF_FRAME = new InterfaceCall("io.netty.handler.codec.http2.Http2StreamFrame", "stream");
+  private static final InterfaceCall STREAM_ID = new InterfaceCall("io.netty.handler.codec.http2.Http2FrameStream", "id");
+
+  /** Netty: the id of the stream a HEADERS frame is for, or 0 while it has none (a new stream). */
+  public static int nettyStreamId(Object headersFrame) {
+    Object id = STREAM_ID.call(STREAM_OF_FRAME.call(headersFrame));
+    return id instanceof Integer ? (Integer) id : 0;
+  }
+
+  private static final InterfaceCall CHANNEL = new InterfaceCall("io.netty.channel.ChannelHandlerContext", "channel");
+
+  /**
+   * Netty: headersFrame, whose stream had no id before, opened a stream of
+   * ctx's channel: its HEADERS are in the channel's outbound buffer, for
+   * the request its stream was made for (Carried: a client's stream
+   * channel is made under its request).
+   */
+  public static void nettyOpened(Object ctx, Object headersFrame) {
+    Object stream = STREAM_OF_FRAME.call(headersFrame);
+    Object id = STREAM_ID.call(stream);
+    Object channel = CHANNEL.call(ctx);
+    if (!(id instanceof Integer) || (Integer) id <= 0 || channel == null) {
+      return;
+    }
+    long rid = Carried.idOf(stream);
+    PENDING.computeIfAbsent(channel, w -> new ArrayList<>(2)).add(new long[] {(Integer) id, rid, rid == 0 ? WeftNative.gettid() : 0});
+  }
+
+  /**
+   * Netty: ctx's channel is about to write its outbound buffer: SslHandler
+   * wraps it (TLS), or the pipeline's head flushes it. Its streams opened
+   * there are claimed now, by the event loop that writes them.
+   */
+  public static void nettyWriting(Object ctx) {
+    if (PENDING.isEmpty()) {
+      return;
+    }
+    Object channel = CHANNEL.call(ctx);
+    if (channel != null) {
+      flushing(channel);
+    }
   }
 }

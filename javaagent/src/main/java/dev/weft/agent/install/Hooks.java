@@ -313,6 +313,40 @@ final class Hooks {
                 .or(named("onError")),
             CarryAdvice.Mount.class, "onNext/run/onStateChange/onUncaughtException/onError")));
 
+    // Reactor Netty over HTTP/2: the same, with the HTTP/2 pool's acquire,
+    // whose callbacks open the request's stream channel and write its
+    // HEADERS, on the event loop.
+    String h2Acquire = "reactor.netty.http.client.Http2ConnectionProvider$DisposableAcquire";
+    m.add(new Module("reactor-netty-http2-client", "Reactor Netty 1.2-1.3 HttpClient, HTTP/2",
+            "reactor.netty.http.client.Http2ConnectionProvider",
+            Module.packageVersion("reactor.netty.http.client.Http2ConnectionProvider"))
+        .hook(new Hook(h2Acquire, isConstructor().and(takesArguments(1)), CarryAdvice.InheritArgument0.class,
+            "<init>(DisposableAcquire) (a retry)"))
+        .hook(new Hook(h2Acquire, isConstructor().and(not(takesArguments(1))), CarryAdvice.Capture.class,
+            "<init> (on the subscriber's thread)"))
+        .hook(new Hook(h2Acquire,
+            named("onNext").or(named("operationComplete")).or(named("onStateChange")).or(named("onUncaughtException"))
+                .or(named("onError")),
+            CarryAdvice.Mount.class, "onNext/operationComplete/onStateChange/onUncaughtException/onError")));
+
+    // Netty's HTTP/2 codec (Reactor Netty over HTTP/2): a client's stream
+    // is made with its stream channel, under its request; its HEADERS are
+    // encoded, and the stream numbered, on the event loop into the
+    // connection's outbound buffer, other streams' with them; the
+    // connection's streams are claimed where that buffer is written
+    // (SslHandler's wrap, the head's flush), by that thread (H2Streams).
+    String codec = "io.netty.handler.codec.http2.Http2FrameCodec";
+    m.add(new Module("netty-http2-client", "Netty 4.1-4.2 HTTP/2 codec, client streams", codec,
+            Module.resourceProperty("META-INF/io.netty.versions.properties", "netty-codec-http2.version"))
+        .hook(new Hook(codec + "$DefaultHttp2FrameStream", isConstructor(), CarryAdvice.Capture.class,
+            "<init> (with its stream channel)"))
+        .hook(new Hook(codec, named("writeHeadersFrame").and(takesArguments(3)), H2Advice.NettyHeadersFrame.class,
+            "writeHeadersFrame(ctx, headersFrame, promise) (HTTP/2)"))
+        .hook(new Hook("io.netty.handler.ssl.SslHandler", named("wrap").and(takesArguments(2)).and(takesArgument(1, boolean.class)),
+            H2Advice.NettyWrite.class, "wrap(ctx, inUnwrap) (HTTP/2 over TLS)"))
+        .hook(new Hook("io.netty.channel.DefaultChannelPipeline$HeadContext", named("flush").and(takesArguments(1)),
+            H2Advice.NettyWrite.class, "flush(ctx) (HTTP/2)")));
+
     if (audit) {
       m.add(new Module("audit", "socket reads and writes (audit=true)", null, Module.JDK)
           .hook(new Hook("sun.nio.ch.SocketChannelImpl", named("read").and(takesArgument(0, java.nio.ByteBuffer.class).or(takesArgument(0, java.nio.ByteBuffer[].class))),

@@ -25,8 +25,10 @@ import org.apache.hc.client5.http.impl.classic.CloseableHttpClient;
 import org.apache.hc.client5.http.impl.classic.HttpClients;
 import org.apache.hc.core5.concurrent.FutureCallback;
 import org.apache.hc.core5.http.io.entity.EntityUtils;
+import org.springframework.http.client.reactive.ReactorClientHttpConnector;
 import org.springframework.web.reactive.function.client.WebClient;
 import reactor.core.publisher.Mono;
+import reactor.netty.http.HttpProtocol;
 
 /**
  * Every JVM HTTP client the app calls its backend through, by the name its
@@ -36,7 +38,7 @@ import reactor.core.publisher.Mono;
 final class Clients {
   static final List<String> BLOCKING =
       List.of("okhttp-execute", "jdk-send", "urlconnection", "apache5-classic", "jdk2-send");
-  static final List<String> ASYNC = List.of("okhttp-enqueue", "jdk-sendasync", "apache5-async", "webclient", "jdk2-sendasync",
+  static final List<String> ASYNC = List.of("okhttp-enqueue", "jdk-sendasync", "apache5-async", "webclient", "jdk2-sendasync", "webclient2", "webclient2c",
       "ktor-cio", "ktor-okhttp", "ktor-java", "ktor-apache5");
 
   // Default limits everywhere: OkHttp's dispatcher runs 5 calls per host, so
@@ -50,6 +52,16 @@ final class Clients {
   private final CloseableHttpClient apacheClassic = HttpClients.createDefault();
   private final CloseableHttpAsyncClient apacheAsync = HttpAsyncClients.createDefault();
   private final WebClient webClient = WebClient.create();
+  // HTTP/2 where the server offers it by ALPN (over TLS), else HTTP/1.1.
+  private final WebClient webClient2 = WebClient.builder()
+      .clientConnector(new ReactorClientHttpConnector(
+          reactor.netty.http.client.HttpClient.create().protocol(HttpProtocol.H2, HttpProtocol.HTTP11)))
+      .build();
+  // HTTP/2 without TLS, by prior knowledge (h2c).
+  private final WebClient webClient2c = WebClient.builder()
+      .clientConnector(new ReactorClientHttpConnector(
+          reactor.netty.http.client.HttpClient.create().protocol(HttpProtocol.H2C)))
+      .build();
 
   Clients() {
     apacheAsync.start();
@@ -153,6 +165,10 @@ final class Clients {
       }
       case "webclient":
         return webclient(url).toFuture();
+      case "webclient2":
+        return webClient2.get().uri(url).retrieve().bodyToMono(String.class).toFuture();
+      case "webclient2c":
+        return webClient2c.get().uri(url).retrieve().bodyToMono(String.class).toFuture();
       case "ktor-cio":
       case "ktor-okhttp":
       case "ktor-java":
