@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -179,28 +180,43 @@ func checkModulesApplied(t *testing.T, j jvm, modules ...string) {
 	}
 }
 
-// Reactor Netty (Spring's WebClient) over cleartext HTTP/2 with prior
-// knowledge: the Spring MVC app calls websrv (h2c) on JDK 17 and 25.
-// Reactor Netty opens several connections per event loop, whose streams
-// share ids; each connection's streams are claimed where its pipeline's
-// head flushes them (H2Streams): every call under its own request.
+// The JVM's HTTP/2 clients without TLS: the Spring MVC app, on JDK 17 and
+// 25, calls with Reactor Netty (Spring's WebClient) by prior knowledge
+// (websrv) and with the JDK's HttpClient by upgrade (h2app's h2c server,
+// as the JDK offers it on http URLs). Both open several connections under
+// the burst, whose streams share ids and are written by one thread:
+// Reactor Netty's each claimed where its pipeline's head flushes them, the
+// JDK's where the socket write carries their HEADERS (H2Streams). Every
+// call under its own request.
 func TestJVMHTTP2Cleartext(t *testing.T) {
 	setup(t)
 	buildJava(t)
 	for _, name := range []string{"jdk17", "jdk25"} {
-		t.Run(name, func(t *testing.T) {
-			rcv := otlptest.Start(t)
-			backend, backAddr := startServer(t, "-mode=nethttp", "-h2")
-			front := startJVMJar(t, jdks[name], "front", testAppJar("spring"),
-				[]string{"BACKEND_URL=http://" + backAddr, "WEB_STACK=mvc"}, "-javaagent:"+agentJar())
-			w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", front.Pid(), backend.Pid()))
-			routes := []frontPath{{"/webclient2c/", 1}}
-			for _, r := range routes {
-				numberedLoad(t, front.url+r.path, 40, 8)
-			}
-			quiesce(rcv, 20*time.Second)
-			checkClientParents(t, w, rcv, front, "websrv", "http", "2", routes)
-			checkModulesApplied(t, front, "netty-http2-client", "reactor-netty-http2-client")
-		})
+		for _, tc := range []struct {
+			client, backend string
+			cmd             func() *exec.Cmd
+			modules         []string
+		}{
+			{"webclient2c", "websrv", func() *exec.Cmd { return exec.Command(bins.websr, "-mode=nethttp", "-h2") },
+				[]string{"netty-http2-client", "reactor-netty-http2-client"}},
+			{"jdk2-sendasync", "h2backend", func() *exec.Cmd {
+				cmd := exec.Command(bins.h2app, "-mode=h2c-upgrade-server")
+				cmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME=h2backend")
+				return cmd
+			}, []string{"jdk-httpclient"}},
+		} {
+			t.Run(name+"/"+tc.client, func(t *testing.T) {
+				rcv := otlptest.Start(t)
+				backend, backAddr := startListener(t, tc.cmd())
+				front := startJVMJar(t, jdks[name], "front", testAppJar("spring"),
+					[]string{"BACKEND_URL=http://" + backAddr, "WEB_STACK=mvc"}, "-javaagent:"+agentJar())
+				w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", front.Pid(), backend.Pid()))
+				routes := []frontPath{{"/" + tc.client + "/", 1}}
+				numberedLoad(t, front.url+routes[0].path, 40, 8)
+				quiesce(rcv, 20*time.Second)
+				checkClientParents(t, w, rcv, front, tc.backend, "http", "2", routes)
+				checkModulesApplied(t, front, tc.modules...)
+			})
+		}
 	}
 }

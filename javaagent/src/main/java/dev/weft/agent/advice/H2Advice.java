@@ -45,6 +45,14 @@ public final class H2Advice {
     }
   }
 
+  /** SocketChannelImpl.write(ByteBuffer[] srcs, int off, int len): the JDK HttpClient's socket tube, without TLS. */
+  public static final class JdkSocketWrite {
+    @Advice.OnMethodEnter(suppress = Throwable.class)
+    static void enter(@Advice.Argument(0) Object[] srcs, @Advice.Argument(1) int off, @Advice.Argument(2) int len) {
+      H2Streams.wrapping(srcs, off, len);
+    }
+  }
+
   /** Apache HttpCore 5.1-5.3's ClientH2StreamMultiplexer.createLocallyInitiatedStream(command, ...): the stream's handler works for the command's request. */
   public static final class ApacheStreamOfCommand {
     @Advice.OnMethodExit(suppress = Throwable.class)

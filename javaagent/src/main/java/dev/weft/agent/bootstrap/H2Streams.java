@@ -21,7 +21,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  *       HEADERS; whichever thread flushes the writer next sends them.
  *   <li>The JDK's HttpClient: a request's stream is registered and its
  *       HEADERS encoded into buffers, which the connection's SSL writer
- *       wraps on whichever thread drives it.
+ *       wraps, or its socket tube writes, on whichever thread drives it.
  *   <li>Apache's async client: the I/O reactor makes and writes every
  *       stream's HEADERS, under the id of the request whose stream handler
  *       produces them (mounted by the agent), and claims each as it
@@ -91,7 +91,7 @@ public final class H2Streams {
     ENCODED_COUNT.incrementAndGet();
   }
 
-  /** JDK: srcs[off, off+len) are about to be wrapped by this thread: their streams are claimed now. */
+  /** JDK: srcs[off, off+len) are about to be wrapped (TLS) or written (without) by this thread: their streams are claimed now. */
   public static void wrapping(Object[] srcs, int off, int len) {
     if (ENCODED_COUNT.get() <= 0 || srcs == null) {
       return;

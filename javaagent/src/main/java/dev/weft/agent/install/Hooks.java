@@ -218,7 +218,7 @@ final class Hooks {
     // exchanges and their request publisher, whose write task runs on the
     // client's executor: the request's id is mounted there.
     String http = "jdk.internal.net.http.";
-    m.add(new Module("jdk-httpclient", "java.net.http.HttpClient, HTTP/1.1 and HTTP/2 over TLS (JDK 11+)", null, Module.JDK)
+    m.add(new Module("jdk-httpclient", "java.net.http.HttpClient, HTTP/1.1 and HTTP/2 (JDK 11+)", null, Module.JDK)
         .hook(new Hook(http + "MultiExchange", isConstructor(), CarryAdvice.CaptureWithExchange.class,
             "<init> (and its first Exchange)"))
         .hook(new Hook(http + "Exchange", isConstructor().and(takesArgument(1, named(http + "MultiExchange"))),
@@ -238,14 +238,18 @@ final class Hooks {
             CarryAdvice.Mount.class, "wrapBuffers(srcs) (wraps them)"))
         // HTTP/2: a stream works for its exchange; its HEADERS, encoded on
         // the request's side, are claimed where the SSL writer wraps them
-        // (TlsAdvice.EngineWrap, H2Streams).
+        // (TlsAdvice.EngineWrap, H2Streams), or, without TLS, where the
+        // socket tube writes them.
         .hook(new Hook(http + "Stream", isConstructor().and(takesArgument(1, named(http + "Exchange"))),
             CarryAdvice.InheritArgument1.class, "<init>(Http2Connection, Exchange, WindowController)"))
         .hook(new Hook(http + "Stream", named("registerStream").and(takesArguments(int.class, boolean.class)),
             H2Advice.JdkRegister.class, "registerStream(id, registerIfCancelled) (HTTP/2)"))
         .hook(new Hook(http + "Http2Connection",
             named("encodeHeaders").and(takesArguments(2)).and(takesArgument(1, named(http + "Stream"))),
-            H2Advice.JdkEncoded.class, "encodeHeaders(OutgoingHeaders, Stream) (HTTP/2)")));
+            H2Advice.JdkEncoded.class, "encodeHeaders(OutgoingHeaders, Stream) (HTTP/2)"))
+        .hook(new Hook("sun.nio.ch.SocketChannelImpl",
+            named("write").and(takesArguments(ByteBuffer[].class, int.class, int.class)),
+            H2Advice.JdkSocketWrite.class, "SocketChannelImpl.write(ByteBuffer[], int, int) (HTTP/2 without TLS)")));
 
     // The JDK's TLS, for weft to see HTTPS in clear (TlsAdvice): SSLSocket's
     // application streams (OkHttp, HttpsURLConnection, Apache's classic
