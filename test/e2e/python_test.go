@@ -102,3 +102,19 @@ func TestPythonAsyncParents(t *testing.T) {
 		})
 	}
 }
+
+// httpx's HTTP/2 client (httpcore): a FastAPI front makes every call on
+// one HTTP/2 connection to h2app's backend (h2c by prior knowledge, then
+// TLS), where the streams of 32 requests at once interleave; the
+// companion announces each stream by its id before its HEADERS are
+// written (announce.h). Every client span is under its own request, every
+// backend span under its call, none split.
+func TestPythonHTTP2ClientParents(t *testing.T) {
+	setup(t)
+	app, venv, companion := pyAsync(t)
+	checkFrontCalls(t, func(backAddr string, tls bool) *exec.Cmd {
+		cmd := exec.Command(venv, app, backAddr, "fastapi", map[bool]string{false: "httpx-h2", true: "httpx-h2-tls"}[tls])
+		cmd.Env = []string{"PYTHONPATH=" + companion}
+		return cmd
+	}, h2Backend, h2Call)
+}

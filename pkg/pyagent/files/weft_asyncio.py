@@ -12,7 +12,8 @@ application sends are left alone.
 
 Servers: aiohttp's web server, uvicorn (h11 and httptools protocols).
 Clients: anything writing HTTP/1.x through asyncio's selector transports
-(aiohttp's client, httpx/httpcore on asyncio). Over TLS: asyncio's SSL
+(aiohttp's client, httpx/httpcore on asyncio), and httpx's HTTP/2
+(httpcore's), whose streams are announced by their ids. Over TLS: asyncio's SSL
 transports and anyio's TLS streams (httpx), whose writes carry the
 plaintext. uvloop's transports are not followed: their calls start traces
 of their own.
@@ -69,19 +70,32 @@ def begin(transport):
     _current.set(req)
 
 
+def _parent():
+    """The incoming request the current task works for, as announced."""
+    req = _current.get()
+    if req is None:
+        return _NO_REQUEST
+    if req.answered:
+        return _ANSWERED
+    return "%08x" % req.fd
+
+
 def _announce(transport):
     out = _fd_of(transport)
     if out < 0:
         return
-    req = _current.get()
-    if req is None:
-        parent = _NO_REQUEST
-    elif req.answered:
-        parent = _ANSWERED
-    else:
-        parent = "%08x" % req.fd
     try:
-        os.access(_PREFIX + parent + "%08x" % out, os.F_OK)
+        os.access(_PREFIX + _parent() + "%08x" % out, os.F_OK)
+    except Exception:
+        pass
+
+
+def _announce_stream(stream_id):
+    """An HTTP/2 stream about to be opened: its connection carries other
+    requests' streams, so it is announced by its id, before its HEADERS
+    are written (on this thread, the loop's)."""
+    try:
+        os.access(_PREFIX + "h2/" + _parent() + "%08x" % stream_id, os.F_OK)
     except Exception:
         pass
 
@@ -193,11 +207,35 @@ def _patch_uvicorn(mod):
     _wrap_begin(mod.RequestResponseCycle, "run_asgi", lambda c: c.transport)
 
 
+def _patch_httpcore_h2(mod):
+    """httpx's HTTP/2 (httpcore): each stream's HEADERS are sent by
+    _send_request_headers(request, stream_id), in the request's task."""
+    cls = mod.AsyncHTTP2Connection
+    orig = getattr(cls, "_send_request_headers", None)
+    if orig is None or getattr(orig, "_weft", False):
+        return
+
+    async def weft_send_request_headers(self, *args, **kwargs):
+        try:
+            stream_id = kwargs["stream_id"] if "stream_id" in kwargs else args[1]
+            if isinstance(stream_id, int) and stream_id > 0:
+                _announce_stream(stream_id)
+        except Exception:
+            pass
+        return await orig(self, *args, **kwargs)
+
+    weft_send_request_headers._weft = True
+    weft_send_request_headers.__name__ = orig.__name__
+    weft_send_request_headers.__qualname__ = getattr(orig, "__qualname__", orig.__name__)
+    cls._send_request_headers = weft_send_request_headers
+
+
 _PATCHES = {
     "aiohttp.web_protocol": _patch_aiohttp,
     "uvicorn.protocols.http.h11_impl": _patch_uvicorn,
     "uvicorn.protocols.http.httptools_impl": _patch_uvicorn,
     "anyio.streams.tls": _patch_anyio_tls,
+    "httpcore._async.http2": _patch_httpcore_h2,
 }
 
 

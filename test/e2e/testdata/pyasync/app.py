@@ -1,7 +1,7 @@
 """The Python asyncio front service of the async-parents tests: handlers
 wait, then call a backend, so that one thread holds many live requests.
 
-    python app.py BACKEND_HOST:PORT aiohttp|fastapi aiohttp|httpx [CERT KEY]
+    python app.py BACKEND_HOST:PORT aiohttp|fastapi aiohttp|httpx|httpx-h2|httpx-h2-tls [CERT KEY]
 
     /req/N    waits 0-10 ms, then GETs BACKEND/work/N (a pool of 8
               connections: calls wait for one that another request frees)
@@ -12,7 +12,9 @@ wait, then call a backend, so that one thread holds many live requests.
 The server is aiohttp's, or FastAPI on uvicorn (asyncio loop, h11); the
 client aiohttp's or httpx's. With CERT and KEY it serves HTTPS and calls
 the backend over HTTPS (asyncio's ssl: memory BIOs), not checking the
-backend's certificate. It prints its address on the first line.
+backend's certificate. httpx-h2 makes every call over HTTP/2 with prior
+knowledge, httpx-h2-tls over HTTPS with HTTP/2 only: one connection,
+whose streams interleave. It prints its address on the first line.
 """
 
 import asyncio
@@ -22,7 +24,7 @@ import sys
 
 backend, server_kind, client_kind = sys.argv[1:4]
 cert = sys.argv[4:6]
-base = ("https://" if cert else "http://") + backend
+base = ("https://" if cert or client_kind == "httpx-h2-tls" else "http://") + backend
 _client = None
 
 
@@ -33,6 +35,10 @@ def client():
             import aiohttp
 
             _client = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=8, ssl=False))
+        elif client_kind.startswith("httpx-h2"):
+            import httpx
+
+            _client = httpx.AsyncClient(http1=False, http2=True, verify=False)
         else:
             import httpx
 
