@@ -181,9 +181,9 @@ func checkModulesApplied(t *testing.T, j jvm, modules ...string) {
 }
 
 // The JVM's HTTP/2 clients without TLS: the Spring MVC app, on JDK 17 and
-// 25, calls with Reactor Netty (Spring's WebClient) by prior knowledge
-// (websrv) and with the JDK's HttpClient by upgrade (h2app's h2c server,
-// as the JDK offers it on http URLs). Both open several connections under
+// 25, calls with Reactor Netty (Spring's WebClient), OkHttp and Apache's
+// async client by prior knowledge (websrv) and with the JDK's HttpClient
+// by upgrade (h2app's h2c server, as the JDK offers it on http URLs). Both open several connections under
 // the burst, whose streams share ids and are written by one thread:
 // Reactor Netty's each claimed where its pipeline's head flushes them, the
 // JDK's where the socket write carries their HEADERS (H2Streams). Every
@@ -193,26 +193,31 @@ func TestJVMHTTP2Cleartext(t *testing.T) {
 	buildJava(t)
 	for _, name := range []string{"jdk17", "jdk25"} {
 		for _, tc := range []struct {
-			client, backend string
-			cmd             func() *exec.Cmd
-			modules         []string
+			name, backend string
+			cmd           func() *exec.Cmd
+			clients       []string
+			modules       []string
 		}{
-			{"webclient2c", "websrv", func() *exec.Cmd { return exec.Command(bins.websr, "-mode=nethttp", "-h2") },
-				[]string{"netty-http2-client", "reactor-netty-http2-client"}},
-			{"jdk2-sendasync", "h2backend", func() *exec.Cmd {
+			{"prior-knowledge", "websrv", func() *exec.Cmd { return exec.Command(bins.websr, "-mode=nethttp", "-h2") },
+				[]string{"webclient2c", "okhttp-h2c", "apache5-h2c"},
+				[]string{"netty-http2-client", "reactor-netty-http2-client", "okhttp-4", "apache-httpclient-5"}},
+			{"upgrade", "h2backend", func() *exec.Cmd {
 				cmd := exec.Command(bins.h2app, "-mode=h2c-upgrade-server")
 				cmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME=h2backend")
 				return cmd
-			}, []string{"jdk-httpclient"}},
+			}, []string{"jdk2-sendasync"}, []string{"jdk-httpclient"}},
 		} {
-			t.Run(name+"/"+tc.client, func(t *testing.T) {
+			t.Run(name+"/"+tc.name, func(t *testing.T) {
 				rcv := otlptest.Start(t)
 				backend, backAddr := startListener(t, tc.cmd())
 				front := startJVMJar(t, jdks[name], "front", testAppJar("spring"),
 					[]string{"BACKEND_URL=http://" + backAddr, "WEB_STACK=mvc"}, "-javaagent:"+agentJar())
 				w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", front.Pid(), backend.Pid()))
-				routes := []frontPath{{"/" + tc.client + "/", 1}}
-				numberedLoad(t, front.url+routes[0].path, 40, 8)
+				var routes []frontPath
+				for _, c := range tc.clients {
+					routes = append(routes, frontPath{"/" + c + "/", 1})
+					numberedLoad(t, front.url+"/"+c+"/", 40, 8)
+				}
 				quiesce(rcv, 20*time.Second)
 				checkClientParents(t, w, rcv, front, tc.backend, "http", "2", routes)
 				checkModulesApplied(t, front, tc.modules...)

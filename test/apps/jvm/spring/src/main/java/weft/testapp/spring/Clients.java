@@ -13,6 +13,7 @@ import java.util.concurrent.CompletableFuture;
 import okhttp3.Call;
 import okhttp3.Callback;
 import okhttp3.OkHttpClient;
+import okhttp3.Protocol;
 import okhttp3.Request;
 import okhttp3.Response;
 import org.apache.hc.client5.http.async.methods.SimpleHttpRequest;
@@ -37,8 +38,8 @@ import reactor.netty.http.HttpProtocol;
  */
 final class Clients {
   static final List<String> BLOCKING =
-      List.of("okhttp-execute", "jdk-send", "urlconnection", "apache5-classic", "jdk2-send");
-  static final List<String> ASYNC = List.of("okhttp-enqueue", "jdk-sendasync", "apache5-async", "webclient", "jdk2-sendasync", "webclient2", "webclient2c",
+      List.of("okhttp-execute", "jdk-send", "urlconnection", "apache5-classic", "jdk2-send", "okhttp-h2c");
+  static final List<String> ASYNC = List.of("okhttp-enqueue", "jdk-sendasync", "apache5-async", "webclient", "jdk2-sendasync", "webclient2", "webclient2c", "apache5-h2c",
       "ktor-cio", "ktor-okhttp", "ktor-java", "ktor-apache5");
 
   // Default limits everywhere: OkHttp's dispatcher runs 5 calls per host, so
@@ -51,6 +52,9 @@ final class Clients {
   private final HttpClient jdk2 = HttpClient.newBuilder().version(HttpClient.Version.HTTP_2).build();
   private final CloseableHttpClient apacheClassic = HttpClients.createDefault();
   private final CloseableHttpAsyncClient apacheAsync = HttpAsyncClients.createDefault();
+  // HTTP/2 without TLS, by prior knowledge (h2c).
+  private final OkHttpClient okhttpH2c = okhttp.newBuilder().protocols(List.of(Protocol.H2_PRIOR_KNOWLEDGE)).build();
+  private final CloseableHttpAsyncClient apacheH2c = HttpAsyncClients.createHttp2Default();
   private final WebClient webClient = WebClient.create();
   // HTTP/2 where the server offers it by ALPN (over TLS), else HTTP/1.1.
   private final WebClient webClient2 = WebClient.builder()
@@ -65,6 +69,7 @@ final class Clients {
 
   Clients() {
     apacheAsync.start();
+    apacheH2c.start();
   }
 
   private static OkHttpClient okhttp() {
@@ -86,6 +91,10 @@ final class Clients {
     switch (client) {
       case "okhttp-execute":
         try (Response r = okhttp.newCall(new Request.Builder().url(url).build()).execute()) {
+          return body(r.code(), r.body().string());
+        }
+      case "okhttp-h2c":
+        try (Response r = okhttpH2c.newCall(new Request.Builder().url(url).build()).execute()) {
           return body(r.code(), r.body().string());
         }
       case "jdk-send": {
@@ -138,31 +147,10 @@ final class Clients {
       case "jdk2-sendasync":
         return jdk2.sendAsync(jdkRequest(url), HttpResponse.BodyHandlers.ofString())
             .thenApply(r -> body(r.statusCode(), r.body()));
-      case "apache5-async": {
-        CompletableFuture<String> f = new CompletableFuture<>();
-        SimpleHttpRequest req = SimpleRequestBuilder.get(url).build();
-        apacheAsync.execute(req, new FutureCallback<SimpleHttpResponse>() {
-          @Override
-          public void completed(SimpleHttpResponse r) {
-            try {
-              f.complete(body(r.getCode(), r.getBodyText()));
-            } catch (RuntimeException e) {
-              f.completeExceptionally(e);
-            }
-          }
-
-          @Override
-          public void failed(Exception e) {
-            f.completeExceptionally(e);
-          }
-
-          @Override
-          public void cancelled() {
-            f.cancel(false);
-          }
-        });
-        return f;
-      }
+      case "apache5-async":
+        return apache(apacheAsync, url);
+      case "apache5-h2c":
+        return apache(apacheH2c, url);
       case "webclient":
         return webclient(url).toFuture();
       case "webclient2":
@@ -177,6 +165,33 @@ final class Clients {
       default:
         return CompletableFuture.failedFuture(new IllegalArgumentException("no async client " + client));
     }
+  }
+
+  /** An Apache async client's GET of url. */
+  private static CompletableFuture<String> apache(CloseableHttpAsyncClient client, String url) {
+    CompletableFuture<String> f = new CompletableFuture<>();
+    SimpleHttpRequest req = SimpleRequestBuilder.get(url).build();
+    client.execute(req, new FutureCallback<SimpleHttpResponse>() {
+      @Override
+      public void completed(SimpleHttpResponse r) {
+        try {
+          f.complete(body(r.getCode(), r.getBodyText()));
+        } catch (RuntimeException e) {
+          f.completeExceptionally(e);
+        }
+      }
+
+      @Override
+      public void failed(Exception e) {
+        f.completeExceptionally(e);
+      }
+
+      @Override
+      public void cancelled() {
+        f.cancel(false);
+      }
+    });
+    return f;
   }
 
   /** WebClient (Reactor Netty's HttpClient underneath), left as a Mono for WebFlux handlers. */
