@@ -304,34 +304,18 @@ final class Hooks {
     // connection is made on the subscriber's thread; the pool delivers the
     // connection, and the request is written, from whatever thread released
     // or connected it (another request's read, a connect on the event loop).
-    String acquire = "reactor.netty.resources.DefaultPooledConnectionProvider$DisposableAcquire";
-    m.add(new Module("reactor-netty-client", "Reactor Netty 1.2-1.3 HttpClient, HTTP/1.1",
+    m.add(reactorAcquire(new Module("reactor-netty-client", "Reactor Netty 1.2-1.3 HttpClient, HTTP/1.1",
             "reactor.netty.resources.DefaultPooledConnectionProvider",
-            Module.packageVersion("reactor.netty.resources.DefaultPooledConnectionProvider"))
-        .hook(new Hook(acquire, isConstructor().and(takesArguments(1)), CarryAdvice.InheritArgument0.class,
-            "<init>(DisposableAcquire) (a retry)"))
-        .hook(new Hook(acquire, isConstructor().and(not(takesArguments(1))), CarryAdvice.Capture.class,
-            "<init> (on the subscriber's thread)"))
-        .hook(new Hook(acquire,
-            named("onNext").or(named("run")).or(named("onStateChange")).or(named("onUncaughtException"))
-                .or(named("onError")),
-            CarryAdvice.Mount.class, "onNext/run/onStateChange/onUncaughtException/onError")));
+            Module.packageVersion("reactor.netty.resources.DefaultPooledConnectionProvider")),
+        "reactor.netty.resources.DefaultPooledConnectionProvider$DisposableAcquire", "run"));
 
     // Reactor Netty over HTTP/2: the same, with the HTTP/2 pool's acquire,
     // whose callbacks open the request's stream channel and write its
     // HEADERS, on the event loop.
-    String h2Acquire = "reactor.netty.http.client.Http2ConnectionProvider$DisposableAcquire";
-    m.add(new Module("reactor-netty-http2-client", "Reactor Netty 1.2-1.3 HttpClient, HTTP/2",
+    m.add(reactorAcquire(new Module("reactor-netty-http2-client", "Reactor Netty 1.2-1.3 HttpClient, HTTP/2",
             "reactor.netty.http.client.Http2ConnectionProvider",
-            Module.packageVersion("reactor.netty.http.client.Http2ConnectionProvider"))
-        .hook(new Hook(h2Acquire, isConstructor().and(takesArguments(1)), CarryAdvice.InheritArgument0.class,
-            "<init>(DisposableAcquire) (a retry)"))
-        .hook(new Hook(h2Acquire, isConstructor().and(not(takesArguments(1))), CarryAdvice.Capture.class,
-            "<init> (on the subscriber's thread)"))
-        .hook(new Hook(h2Acquire,
-            named("onNext").or(named("operationComplete")).or(named("onStateChange")).or(named("onUncaughtException"))
-                .or(named("onError")),
-            CarryAdvice.Mount.class, "onNext/operationComplete/onStateChange/onUncaughtException/onError")));
+            Module.packageVersion("reactor.netty.http.client.Http2ConnectionProvider")),
+        "reactor.netty.http.client.Http2ConnectionProvider$DisposableAcquire", "operationComplete"));
 
     // Netty's HTTP/2 codec (Reactor Netty over HTTP/2): a client's stream
     // is made with its stream channel, under its request; its HEADERS are
@@ -359,5 +343,23 @@ final class Hooks {
               AuditAdvice.Write.class, "write (audit)")));
     }
     return m;
+  }
+
+  /**
+   * Reactor Netty's DisposableAcquire (acquire): made on the subscriber's
+   * thread (a retry copies the one it retries), mounted in the callbacks
+   * through which the pool delivers its connection, and in deliver, the
+   * one that goes on to write the request.
+   */
+  private static Module reactorAcquire(Module module, String acquire, String deliver) {
+    return module
+        .hook(new Hook(acquire, isConstructor().and(takesArguments(1)), CarryAdvice.InheritArgument0.class,
+            "<init>(DisposableAcquire) (a retry)"))
+        .hook(new Hook(acquire, isConstructor().and(not(takesArguments(1))), CarryAdvice.Capture.class,
+            "<init> (on the subscriber's thread)"))
+        .hook(new Hook(acquire,
+            named("onNext").or(named(deliver)).or(named("onStateChange")).or(named("onUncaughtException"))
+                .or(named("onError")),
+            CarryAdvice.Mount.class, "onNext/" + deliver + "/onStateChange/onUncaughtException/onError"));
   }
 }
