@@ -193,10 +193,15 @@ def _wrap_begin(cls, name, transport_of):
             pass
         return await orig(self, *args, **kwargs)
 
-    weft_handling._weft = True
-    weft_handling.__name__ = orig.__name__
-    weft_handling.__qualname__ = getattr(orig, "__qualname__", orig.__name__)
-    setattr(cls, name, weft_handling)
+    setattr(cls, name, _standing_in(weft_handling, orig))
+
+
+def _standing_in(wrapper, orig):
+    """wrapper, marked as weft's and named as orig, which it wraps."""
+    wrapper._weft = True
+    wrapper.__name__ = orig.__name__
+    wrapper.__qualname__ = getattr(orig, "__qualname__", orig.__name__)
+    return wrapper
 
 
 def _patch_aiohttp(mod):
@@ -224,10 +229,7 @@ def _patch_httpcore_h2(mod):
             pass
         return await orig(self, *args, **kwargs)
 
-    weft_send_request_headers._weft = True
-    weft_send_request_headers.__name__ = orig.__name__
-    weft_send_request_headers.__qualname__ = getattr(orig, "__qualname__", orig.__name__)
-    cls._send_request_headers = weft_send_request_headers
+    cls._send_request_headers = _standing_in(weft_send_request_headers, orig)
 
 
 _PATCHES = {
