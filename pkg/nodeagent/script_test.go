@@ -11,14 +11,7 @@ import (
 // The companion loads in plain Node.js, twice without harm, and leaves
 // http.get and http2.connect working and named as before.
 func TestScriptLoads(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node, which the project's machines have, is missing")
-	}
-	path := filepath.Join(t.TempDir(), "weft-node.js")
-	if err := os.WriteFile(path, Script(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	node, path := nodeAndScript(t)
 	const check = `require(process.argv[1]); require(process.argv[1]);
 const http = require('http');
 console.log(globalThis[Symbol.for('weft.node.companion')], http.get.name, http.request.name, typeof http.get,
@@ -35,14 +28,7 @@ console.log(globalThis[Symbol.for('weft.node.companion')], http.get.name, http.r
 // With the companion, an HTTP/2 session's requests, made before and after
 // it connects, are answered as before.
 func TestScriptKeepsHTTP2Working(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node, which the project's machines have, is missing")
-	}
-	path := filepath.Join(t.TempDir(), "weft-node.js")
-	if err := os.WriteFile(path, Script(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	node, path := nodeAndScript(t)
 	const check = `require(process.argv[1]);
 const http2 = require('http2');
 const server = http2.createServer();
@@ -70,4 +56,19 @@ server.listen(0, '127.0.0.1', () => {
 	if got := strings.TrimSpace(string(out)); got != "/early /late request" {
 		t.Errorf("got %q", got)
 	}
+}
+
+// nodeAndScript returns the machine's node and the companion written to a
+// temporary file.
+func nodeAndScript(t *testing.T) (node, path string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node, which the project's machines have, is missing")
+	}
+	path = filepath.Join(t.TempDir(), "weft-node.js")
+	if err := os.WriteFile(path, Script(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return node, path
 }

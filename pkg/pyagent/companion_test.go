@@ -40,23 +40,31 @@ print(" ".join(s[:8] + ":" + str(int(s[8:], 16)) for s in seen), a.fileno(), c.f
 `
 
 func TestCompanionDecisions(t *testing.T) {
-	dir := t.TempDir()
-	if err := WriteDir(dir); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("python3", "-c", decisions, dir).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	f := strings.Fields(string(out))
-	if len(f) != 6 {
-		t.Fatalf("output: %s", out)
-	}
+	f := runCompanion(t, decisions, 6)
 	in, cl := f[4], f[5]
 	want := []string{"ffffffff:" + cl, padHex(in) + ":" + cl, padHex(in) + ":" + cl, "fffffffe:" + cl}
 	if got := f[:4]; strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("announced %v, want %v", got, want)
 	}
+}
+
+// runCompanion runs script with the companion's directory as its
+// argument and returns the n words it prints.
+func runCompanion(t *testing.T, script string, n int) []string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("python3", "-c", script, dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	f := strings.Fields(string(out))
+	if len(f) != n {
+		t.Fatalf("output: %s", out)
+	}
+	return f
 }
 
 func padHex(dec string) string {
@@ -101,18 +109,7 @@ print(" ".join(seen), a.fileno())
 `
 
 func TestCompanionHTTP2Streams(t *testing.T) {
-	dir := t.TempDir()
-	if err := WriteDir(dir); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("python3", "-c", h2Streams, dir).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	f := strings.Fields(string(out))
-	if len(f) != 7 {
-		t.Fatalf("output: %s", out)
-	}
+	f := runCompanion(t, h2Streams, 7)
 	in := padHex(f[6])
 	want := []string{"h2/ffffffff00000001", "sent:1", "h2/" + in + "00000003", "sent:3", "h2/fffffffe00000005", "sent:5"}
 	if got := f[:6]; strings.Join(got, " ") != strings.Join(want, " ") {
