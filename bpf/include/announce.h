@@ -12,17 +12,17 @@
  * uv_fs_access(loop, req, path, mode, cb)), Python through os.access
  * (libc's access(path, mode)). A uprobe on that function, attached to the
  * process alone, turns it into the outgoing connection's conn_parent entry.
+ * The call fails at once (ENOTDIR) and needs no syscall tracepoint.
  *
  * An HTTP/2 client stream shares its connection with other requests'
- * streams, so it is announced by its stream id instead, as soon as it has
- * one (Node.js: ClientHttp2Session.request()), before its HEADERS leave:
+ * streams, so it is announced by its stream id instead, once it has one
+ * and before its HEADERS leave (Node.js: ClientHttp2Session.request();
+ * Python: httpcore's _send_request_headers):
  *
  *     /dev/null/weft/h2/IIIIIIIISSSSSSSS
  *
  * SSSSSSSS the stream id; it becomes a claim of that stream by the
- * announcing thread, which writes it (h2claim.h).
- * The call fails at once (ENOTDIR) and needs no syscall tracepoint.
- * Included by common.h. */
+ * announcing thread, which writes it (h2claim.h). Included by common.h. */
 #ifndef WEFT_ANNOUNCE_H
 #define WEFT_ANNOUNCE_H
 
