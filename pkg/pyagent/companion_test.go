@@ -13,16 +13,6 @@ import (
 // interim 1xx, and after the response began; and that non-HTTP bytes and
 // responses announce nothing.
 const decisions = `
-import asyncio, contextvars, os, socket, sys
-sys.path.insert(0, sys.argv[1])
-import weft_asyncio as w
-seen = []
-w.os.access = lambda path, mode: seen.append(path[len("/dev/null/weft/"):]) or False
-
-class T:
-    def __init__(self, sock): self.sock = sock
-    def get_extra_info(self, name): return self.sock if name == "socket" else None
-
 a, b = socket.socketpair()
 c, d = socket.socketpair()
 server, client = T(a), T(c)
@@ -48,15 +38,30 @@ func TestCompanionDecisions(t *testing.T) {
 	}
 }
 
-// runCompanion runs script with the companion's directory as its
-// argument and returns the n words it prints.
+// companionHarness comes before each script: the companion imported from
+// the directory in argv[1], its announcements collected in seen instead of
+// made, and T, a transport over a socket.
+const companionHarness = `
+import asyncio, contextvars, os, socket, sys, types
+sys.path.insert(0, sys.argv[1])
+import weft_asyncio as w
+seen = []
+w.os.access = lambda path, mode: seen.append(path[len("/dev/null/weft/"):]) or False
+
+class T:
+    def __init__(self, sock): self.sock = sock
+    def get_extra_info(self, name): return self.sock if name == "socket" else None
+`
+
+// runCompanion runs script after companionHarness, with the companion's
+// directory as its argument, and returns the n words it prints.
 func runCompanion(t *testing.T, script string, n int) []string {
 	t.Helper()
 	dir := t.TempDir()
 	if err := WriteDir(dir); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("python3", "-c", script, dir).CombinedOutput()
+	out, err := exec.Command("python3", "-c", companionHarness+script, dir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -76,16 +81,6 @@ func padHex(dec string) string {
 // stand-in class): each is announced by its id, with the request the task
 // works for, before the wrapped method runs, which still runs and returns.
 const h2Streams = `
-import asyncio, contextvars, socket, sys, types
-sys.path.insert(0, sys.argv[1])
-import weft_asyncio as w
-seen = []
-w.os.access = lambda path, mode: seen.append(path[len("/dev/null/weft/"):]) or False
-
-class T:
-    def __init__(self, sock): self.sock = sock
-    def get_extra_info(self, name): return self.sock if name == "socket" else None
-
 class AsyncHTTP2Connection:
     async def _send_request_headers(self, request, stream_id):
         seen.append("sent:%d" % stream_id)
