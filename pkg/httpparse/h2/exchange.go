@@ -92,9 +92,13 @@ func (c *Conn) Lost() error {
 }
 
 // FeedRequest parses a segment the client sent and returns the exchanges
-// it completed (valid until the next call).
+// it completed (valid until the next call). Once either direction is lost,
+// neither reports anything more.
 func (c *Conn) FeedRequest(captured []byte, total int, ts uint64) []Exchange {
 	c.done, c.opened = c.done[:0], c.opened[:0]
+	if c.Lost() != nil {
+		return c.done // a direction lost: the other's answers would pair with guesses
+	}
 	for _, e := range c.Requests.Feed(captured, total, ts) {
 		c.request(e)
 	}
@@ -104,6 +108,9 @@ func (c *Conn) FeedRequest(captured []byte, total int, ts uint64) []Exchange {
 // FeedResponse parses a segment the server sent.
 func (c *Conn) FeedResponse(captured []byte, total int, ts uint64) []Exchange {
 	c.done = c.done[:0]
+	if c.Lost() != nil {
+		return c.done
+	}
 	for _, e := range c.Responses.Feed(captured, total, ts) {
 		c.response(e)
 	}
