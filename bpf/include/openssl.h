@@ -28,6 +28,9 @@ enum ssl_fn {
 	SSL_FN_WRITE_EX = 1,
 	SSL_FN_READ = 2,
 	SSL_FN_READ_EX = 3,
+	/* (SSL_FN_READ_EX and SSL_FN_WRITE_EX may sit on the function the
+	 * _ex variant hands its arguments to, with its contract: user space
+	 * picks probe sites, pkg/tracer/opensslsites.go.) */
 	/* The handshake moves ciphertext only: its nested calls name the
 	 * socket before the first write, whose client span is decided at its
 	 * start. */

@@ -16,7 +16,8 @@ import (
 // a library without them is probed on the others. The handshake's nested
 // calls name the socket before the first write (tlslink.h). SSL_free,
 // libcrypto's BIO_write (a runtime feeding memory BIOs, tlsbio.h) and
-// SSL_shutdown are probed at their entry only (returning).
+// SSL_shutdown are probed at their entry only (sslEntryArgs); where each
+// probe sits, sslPlan decides.
 var sslFuncs = []string{"SSL_write", "SSL_write_ex", "SSL_read", "SSL_read_ex", "SSL_do_handshake", sslFree, bioWrite, sslShutdown}
 
 const (
@@ -95,17 +96,11 @@ func attachOpenSSL(progs *tlsPrograms, pid int, h *tlsHooks, memBIO bool) ([]str
 		if _, ok := h.files[id]; ok {
 			continue
 		}
-		has := definedFuncs(path, sslFuncs...)
-		has[bioWrite] = has[bioWrite] && memBIO
-		var syms []string
-		var cookies []uint64
-		for i, fn := range sslFuncs {
-			if has[fn] {
-				syms = append(syms, fn)
-				cookies = append(cookies, uint64(i))
-			}
+		probes, err := sslPlan(path, memBIO)
+		if err != nil {
+			return nil, err
 		}
-		if !sslAll(has) && !has[bioWrite] {
+		if len(probes) == 0 {
 			h.files[id] = "" // another library of that name: not OpenSSL's
 			continue
 		}
@@ -113,7 +108,7 @@ func attachOpenSSL(progs *tlsPrograms, pid int, h *tlsHooks, memBIO bool) ([]str
 		if err != nil {
 			return nil, fmt.Errorf("open %s: %w", path, err)
 		}
-		l, err := progs.attach(ex, pid, syms, cookies)
+		l, err := progs.attach(ex, pid, probes)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
@@ -139,65 +134,53 @@ func sslAll(has map[string]bool) bool {
 	return true
 }
 
-// attach probes the entries and returns of syms in one file: with two
-// uprobe_multi links where the kernel has them, else a uprobe and a
-// uretprobe per function. Each entry's cookie says which function it is.
-func (p *tlsPrograms) attach(ex *link.Executable, pid int, syms []string, cookies []uint64) (hookLinks, error) {
+// attach puts probes in one file: two uprobe_multi links (entries,
+// returns) where the kernel has them, else a uprobe per probe and a
+// uretprobe per probed return. Each probe's cookie says which function
+// it stands for.
+func (p *tlsPrograms) attach(ex *link.Executable, pid int, probes []sslProbe) (hookLinks, error) {
 	if p.EnterMulti != nil {
-		opts := &link.UprobeMultiOptions{PID: uint32(pid), Cookies: cookies}
-		in, err := ex.UprobeMulti(syms, p.EnterMulti, opts)
-		if err != nil {
-			return nil, fmt.Errorf("uprobe_multi %v: %w", syms, err)
+		var at, cookies, retAt, retCookies []uint64
+		for _, pr := range probes {
+			at, cookies = append(at, pr.at), append(cookies, uint64(pr.fn))
+			if pr.ret {
+				retAt, retCookies = append(retAt, pr.at), append(retCookies, uint64(pr.fn))
+			}
 		}
-		retSyms, retCookies := returning(syms, cookies)
-		if len(retSyms) == 0 {
+		in, err := ex.UprobeMulti(nil, p.EnterMulti, &link.UprobeMultiOptions{PID: uint32(pid), Addresses: at, Cookies: cookies})
+		if err != nil {
+			return nil, fmt.Errorf("uprobe_multi %v: %w", probes, err)
+		}
+		if len(retAt) == 0 {
 			return hookLinks{in}, nil
 		}
-		out, err := ex.UretprobeMulti(retSyms, p.RetMulti, &link.UprobeMultiOptions{PID: uint32(pid), Cookies: retCookies})
+		out, err := ex.UretprobeMulti(nil, p.RetMulti, &link.UprobeMultiOptions{PID: uint32(pid), Addresses: retAt, Cookies: retCookies})
 		if err != nil {
 			in.Close()
-			return nil, fmt.Errorf("uretprobe_multi %v: %w", syms, err)
+			return nil, fmt.Errorf("uretprobe_multi %v: %w", probes, err)
 		}
 		return hookLinks{in, out}, nil
 	}
 	var hooks hookLinks
-	for i, sym := range syms {
-		opts := &link.UprobeOptions{PID: pid, Cookie: cookies[i]}
-		in, err := ex.Uprobe(sym, p.Enter, opts)
+	for _, pr := range probes {
+		opts := &link.UprobeOptions{PID: pid, Address: pr.at, Cookie: uint64(pr.fn)}
+		in, err := ex.Uprobe(sslFuncs[pr.fn], p.Enter, opts)
 		if err != nil {
 			hooks.Close()
-			return nil, fmt.Errorf("uprobe %s: %w", sym, err)
+			return nil, fmt.Errorf("uprobe %v: %w", pr, err)
 		}
-		if sslEntryOnly[sym] {
-			hooks = append(hooks, in)
+		hooks = append(hooks, in)
+		if !pr.ret {
 			continue
 		}
-		out, err := ex.Uretprobe(sym, p.Ret, opts)
+		out, err := ex.Uretprobe(sslFuncs[pr.fn], p.Ret, opts)
 		if err != nil {
-			in.Close()
 			hooks.Close()
-			return nil, fmt.Errorf("uretprobe %s: %w", sym, err)
+			return nil, fmt.Errorf("uretprobe %v: %w", pr, err)
 		}
-		hooks = append(hooks, in, out)
+		hooks = append(hooks, out)
 	}
 	return hooks, nil
-}
-
-// sslEntryOnly are the functions whose returns are not probed.
-var sslEntryOnly = map[string]bool{sslFree: true, bioWrite: true, sslShutdown: true}
-
-// returning drops the functions probed at their entry only from syms and
-// their cookies.
-func returning(syms []string, cookies []uint64) ([]string, []uint64) {
-	var s []string
-	var c []uint64
-	for i, sym := range syms {
-		if !sslEntryOnly[sym] {
-			s = append(s, sym)
-			c = append(c, cookies[i])
-		}
-	}
-	return s, c
 }
 
 // displayName is a probed file's path as the process sees it.
