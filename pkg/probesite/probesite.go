@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"fmt"
+	"slices"
 
 	"golang.org/x/arch/x86/x86asm"
 )
@@ -59,7 +60,9 @@ func Emulated(code []byte) bool {
 // EntrySite is the offset in a function's code of its first emulated
 // instruction when every instruction before it runs on each call and
 // leaves the first nargs argument registers as they were at entry;
-// false when there is none within reach.
+// false when there is none within reach. A system call may be among
+// those instructions (a libc wrapper's): the probe then fires once it
+// returned.
 func EntrySite(code []byte, nargs int) (int, bool) {
 	site, found := -1, false
 	walk(code, nargs, func(off int, inst x86asm.Inst) bool {
@@ -149,18 +152,19 @@ func plainStep(code []byte, inst x86asm.Inst, nargs int) (step, known bool) {
 	switch inst.Op {
 	case x86asm.TEST, x86asm.CMP, x86asm.NOP:
 		return true, true
+	case x86asm.SYSCALL:
+		// The kernel returns with every register as it was but RAX, RCX
+		// and R11: a site past it fires once the system call is done.
+		keeps := !slices.Contains(Args[:nargs], x86asm.RCX)
+		return keeps, keeps
 	case x86asm.MOV, x86asm.MOVSXD, x86asm.MOVZX, x86asm.MOVSX, x86asm.LEA,
 		x86asm.XOR, x86asm.SUB, x86asm.ADD, x86asm.AND, x86asm.OR:
 		r, isReg := inst.Args[0].(x86asm.Reg)
 		if !isReg {
 			return true, true // a store: argument registers keep their values
 		}
-		for _, a := range Args[:nargs] {
-			if widest(r) == a {
-				return false, false
-			}
-		}
-		return true, true
+		keeps := !slices.Contains(Args[:nargs], widest(r))
+		return keeps, keeps
 	}
 	return false, true
 }
@@ -270,4 +274,29 @@ func (f *File) Offset(addr uint64) (uint64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// EntryOffset is the file offset at which a probe of the exported
+// function name of the ELF file at path, reading its first nargs
+// arguments at entry, costs one trap where the code allows (EntrySite),
+// else the function's entry.
+func EntryOffset(path, name string, nargs int) (uint64, error) {
+	f, err := Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	fn, ok := f.Func(name)
+	if !ok {
+		return 0, fmt.Errorf("%s: no function %s", path, name)
+	}
+	addr := fn.Addr
+	if off, ok := EntrySite(fn.Code, nargs); ok {
+		addr += uint64(off)
+	}
+	at, ok := f.Offset(addr)
+	if !ok {
+		return 0, fmt.Errorf("%s: %s at %#x is in no executable segment", path, name, addr)
+	}
+	return at, nil
 }

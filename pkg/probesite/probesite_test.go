@@ -91,6 +91,9 @@ func TestEntrySite(t *testing.T) {
 		{"first argument overwritten", code(movRSIRDI, pushRBX), 1, 0, false},
 		{"ret first", code(xorEAX, ret, pushRBX), 1, 0, false},
 		{"indirect call first", code(callRAX, pushRBX), 1, 0, false},
+		// glibc's access: the system call's number, the call, its check.
+		{"past a system call", code([]byte{0xb8, 0x15, 0, 0, 0}, []byte{0x0f, 0x05}, []byte{0x48, 0x3d, 0x01, 0xf0, 0xff, 0xff}, jle32), 1, 13, true},
+		{"a system call clobbers the fourth", code([]byte{0x0f, 0x05}, jle8), 4, 0, false},
 		{"beyond reach", code(bytes.Repeat(testEDX, walkLimit), pushRBX), 1, 0, false},
 	} {
 		got, ok := EntrySite(c.code, c.nargs)

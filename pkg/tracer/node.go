@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	"github.com/cilium/ebpf/link"
+
+	"github.com/weftdev/weft/pkg/probesite"
 )
 
 // The function weft's Node.js companion calls to announce each outgoing
@@ -17,9 +19,11 @@ import (
 // in), or libnode linked by distributions' builds (libuv shared).
 const (
 	nodeAnnounce = "uv_fs_access"
-	nodeStart    = "_ZN4node5StartEiPPc"
-	libnodeName  = "libnode.so"
-	libuvName    = "libuv.so"
+	// uv_fs_access(loop, req, path, mode, cb): the probe reads the path.
+	nodeAnnounceArgs = 3
+	nodeStart        = "_ZN4node5StartEiPPc"
+	libnodeName      = "libnode.so"
+	libuvName        = "libuv.so"
 )
 
 // IsNode reports whether process pid runs Node.js.
@@ -73,7 +77,11 @@ func attachNode(progs *runtimePrograms, pid int) (io.Closer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	l, err := ex.Uprobe(nodeAnnounce, progs.NodeAnnounce, &link.UprobeOptions{PID: pid})
+	at, err := probesite.EntryOffset(path, nodeAnnounce, nodeAnnounceArgs)
+	if err != nil {
+		return nil, err
+	}
+	l, err := ex.Uprobe(nodeAnnounce, progs.NodeAnnounce, &link.UprobeOptions{PID: pid, Address: at})
 	if err != nil {
 		return nil, fmt.Errorf("uprobe %s in %s: %w", nodeAnnounce, path, err)
 	}

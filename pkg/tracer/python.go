@@ -8,16 +8,20 @@ import (
 	"strings"
 
 	"github.com/cilium/ebpf/link"
+
+	"github.com/weftdev/weft/pkg/probesite"
 )
 
 // What weft's Python companion calls to announce each outgoing request's
 // parent (bpf/include/announce.h), and the marks of a CPython
 // executable: Py_BytesMain in it, or a libpython it links.
 const (
-	pyAnnounce   = "access"
-	pyMain       = "Py_BytesMain"
-	libpythonPfx = "libpython"
-	libcName     = "libc.so.6"
+	pyAnnounce = "access"
+	// access(path, mode): the probe reads the path.
+	pyAnnounceArgs = 1
+	pyMain         = "Py_BytesMain"
+	libpythonPfx   = "libpython"
+	libcName       = "libc.so.6"
 )
 
 // isPython reports whether the executable is CPython.
@@ -72,7 +76,11 @@ func attachPython(progs *runtimePrograms, pid int) (io.Closer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	l, err := ex.Uprobe(pyAnnounce, progs.LibcAnnounce, &link.UprobeOptions{PID: pid})
+	at, err := probesite.EntryOffset(path, pyAnnounce, pyAnnounceArgs)
+	if err != nil {
+		return nil, err
+	}
+	l, err := ex.Uprobe(pyAnnounce, progs.LibcAnnounce, &link.UprobeOptions{PID: pid, Address: at})
 	if err != nil {
 		return nil, fmt.Errorf("uprobe %s in %s: %w", pyAnnounce, path, err)
 	}
