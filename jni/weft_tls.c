@@ -11,17 +11,20 @@
 #include "weft_jni.h"
 
 /* weft's uprobes read *io at these functions' entries. noinline and an
- * opaque use keep the calls, and the symbols, in the library. */
+ * opaque use keep the calls, and the symbols, in the library. Each begins
+ * with a nop, which the kernel emulates under a uprobe: a probed RET (the
+ * whole function otherwise) is single-stepped, a second trap of ~15 us on
+ * this project's VM (pkg/probesite). */
 __attribute__((noinline, visibility("default"))) void weft_tls_event(const struct weft_tls_io *io)
 {
-	__asm__ volatile("" : : "r"(io) : "memory");
+	__asm__ volatile("nop" : : "r"(io) : "memory");
 }
 
 /* Called first for plaintext about to be sent that may begin a request:
  * weft decides its client span there. */
 __attribute__((noinline, visibility("default"))) void weft_tls_request(const struct weft_tls_io *io)
 {
-	__asm__ volatile("" : : "r"(io) : "memory");
+	__asm__ volatile("nop" : : "r"(io) : "memory");
 }
 
 /* The calling thread is about to write HTTP/2 HEADERS it or another
@@ -30,7 +33,7 @@ __attribute__((noinline, visibility("default"))) void weft_tls_request(const str
  * the stream for that request, for the write (bpf/include/jvmtls.h). */
 __attribute__((noinline, visibility("default"))) void weft_h2_claim(uint32_t stream, uint64_t id, uint32_t tid)
 {
-	__asm__ volatile("" : : "r"(stream), "r"(id), "r"(tid) : "memory");
+	__asm__ volatile("nop" : : "r"(stream), "r"(id), "r"(tid) : "memory");
 }
 
 JNIEXPORT void JNICALL Java_dev_weft_agent_bootstrap_WeftNative_h2Claim(JNIEnv *env, jclass cls, jint stream, jlong id,
