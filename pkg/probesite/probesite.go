@@ -86,8 +86,8 @@ func Delegate(code []byte, base uint64, nargs int) (uint64, bool) {
 		case (inst.Op == x86asm.CALL || inst.Op == x86asm.JMP) && (code[off] == 0xe8 || code[off] == 0xe9):
 			target, found = relTarget(base, off, inst)
 			return false
-		case inst.Op == x86asm.PUSH && Emulated(code[off:]):
-			return true
+		case (inst.Op == x86asm.PUSH || inst.Op == x86asm.NOP) && Emulated(code[off:]):
+			return true // changes no argument
 		}
 		return false
 	})

@@ -114,6 +114,7 @@ func TestDelegate(t *testing.T) {
 		// OpenSSL 3's SSL_read_ex: align the stack, call ssl_read_internal.
 		{"sub then call", code([]byte{0x48, 0x83, 0xec, 0x08}, call(-0x239)), base + 9 - 0x239, true},
 		{"pushes then call", code(pushR13, pushRBP, call(0x40)), base + 8 + 0x40, true},
+		{"nop then call", code([]byte{0x90}, call(0x40)), base + 6 + 0x40, true},
 		{"tail jump", code(endbr64, jmp(0x1000)), base + 9 + 0x1000, true},
 		{"fourth argument replaced", code(subRSP, movRSPRCX, call(0x40)), 0, false},
 		{"a branch before the call", code(testEDX, jle8, call(0x40)), 0, false},
