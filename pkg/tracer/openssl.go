@@ -113,7 +113,7 @@ func attachOpenSSL(progs *tlsPrograms, pid int, h *tlsHooks, memBIO bool) ([]str
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		h.links = append(h.links, l...)
-		h.files[id] = "OpenSSL in " + displayName(path, pid)
+		h.files[id] = "OpenSSL in " + displayName(path, pid) + steppedFuncs(probes)
 	}
 	var names []string
 	for _, n := range h.files {

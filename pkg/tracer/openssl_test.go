@@ -43,7 +43,7 @@ func TestSSLPlanEmulatesEveryProbe(t *testing.T) {
 				t.Errorf("%s: %s probed twice", c.path, name)
 			}
 			probed[name] = true
-			if !probesite.Emulated(file[p.at:]) {
+			if !probesite.Emulated(file[p.at:]) || p.stepped {
 				t.Errorf("%s: %v is on an instruction the kernel single-steps (% x)", c.path, p, file[p.at:p.at+4])
 			}
 			if _, entryOnly := sslEntryArgs[name]; p.ret == entryOnly {
@@ -72,5 +72,16 @@ func TestSSLPlanSkipsOtherLibraries(t *testing.T) {
 		if err != nil || len(probes) != 0 {
 			t.Errorf("sslPlan(%s, memBIO %v) = %v, %v; want none", c.path, c.memBIO, probes, err)
 		}
+	}
+}
+
+// The log names the functions whose probes single-step, and only those.
+func TestSteppedFuncs(t *testing.T) {
+	if got := steppedFuncs([]sslProbe{{fn: 0}, {fn: 2, ret: true}}); got != "" {
+		t.Errorf("no probe single-stepped: %q", got)
+	}
+	got := steppedFuncs([]sslProbe{{fn: sslFuncIndex("SSL_do_handshake"), stepped: true}, {fn: 0}, {fn: sslFuncIndex(sslFree), stepped: true}})
+	if want := " (single-stepped, a second trap per call: SSL_do_handshake, SSL_free)"; got != want {
+		t.Errorf("steppedFuncs = %q, want %q", got, want)
 	}
 }

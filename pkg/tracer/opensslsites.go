@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/weftdev/weft/pkg/probesite"
 )
@@ -13,6 +14,9 @@ type sslProbe struct {
 	at  uint64
 	fn  int
 	ret bool
+	// stepped: the kernel single-steps the instruction, a second trap
+	// on every call (the code had no emulated site for it).
+	stepped bool
 }
 
 func (p sslProbe) String() string {
@@ -56,12 +60,12 @@ func sslPlan(path string, memBIO bool) ([]sslProbe, error) {
 		return nil, nil
 	}
 	var probes []sslProbe
-	add := func(name string, addr uint64, ret bool) error {
+	add := func(name string, addr uint64, ret bool, code []byte) error {
 		off, ok := f.Offset(addr)
 		if !ok {
 			return fmt.Errorf("%s: %s at %#x is in no executable segment", path, name, addr)
 		}
-		probes = append(probes, sslProbe{at: off, fn: sslFuncIndex(name), ret: ret})
+		probes = append(probes, sslProbe{at: off, fn: sslFuncIndex(name), ret: ret, stepped: !probesite.Emulated(code)})
 		return nil
 	}
 	covered := map[string]bool{}
@@ -75,10 +79,11 @@ func sslPlan(path string, memBIO bool) ([]sslProbe, error) {
 		if !ok {
 			continue
 		}
-		if callee, ok := f.At(target, 16); !ok || !probesite.Emulated(callee.Code) {
+		callee, ok := f.At(target, 16)
+		if !ok || !probesite.Emulated(callee.Code) {
 			continue
 		}
-		if err := add(ex, target, true); err != nil {
+		if err := add(ex, target, true, callee.Code); err != nil {
 			return nil, err
 		}
 		covered[ex] = true
@@ -91,13 +96,13 @@ func sslPlan(path string, memBIO bool) ([]sslProbe, error) {
 			continue
 		}
 		nargs, entryOnly := sslEntryArgs[name]
-		addr := fn.Addr
+		site := 0
 		if entryOnly {
 			if off, ok := probesite.EntrySite(fn.Code, nargs); ok {
-				addr += uint64(off)
+				site = off
 			}
 		}
-		if err := add(name, addr, !entryOnly); err != nil {
+		if err := add(name, fn.Addr+uint64(site), !entryOnly, fn.Code[site:]); err != nil {
 			return nil, err
 		}
 	}
@@ -112,4 +117,19 @@ func sslFuncIndex(name string) int {
 		}
 	}
 	panic("not an OpenSSL function weft probes: " + name)
+}
+
+// steppedFuncs names the functions whose probes the kernel single-steps,
+// for the log: each of their calls costs a second trap.
+func steppedFuncs(probes []sslProbe) string {
+	var names []string
+	for _, p := range probes {
+		if p.stepped {
+			names = append(names, sslFuncs[p.fn])
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return " (single-stepped, a second trap per call: " + strings.Join(names, ", ") + ")"
 }
