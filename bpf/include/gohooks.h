@@ -83,8 +83,9 @@ static __always_inline void go_created(__u64 pid_tgid, __u64 newg)
 		go_child_set(tgid, child.goid, &parent);
 }
 
-/* At each RET of runtime.newproc1 (Go before 1.24): the new g is in RAX,
- * its goid and parentGoid set. */
+/* In runtime.newproc1 (Go before 1.24) at the first instruction uprobes
+ * emulate after the new g's goid is stored (goexec's NewG), else at each
+ * RET (single-stepped): the new g is in RAX, its goid and parentGoid set. */
 SEC("uprobe/go_newproc1_ret")
 int weft_go_newproc1_ret(struct pt_regs *ctx)
 {

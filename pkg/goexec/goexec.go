@@ -17,6 +17,8 @@ import (
 	"strings"
 
 	"golang.org/x/arch/x86/x86asm"
+
+	"github.com/weftdev/weft/pkg/probesite"
 )
 
 // ErrNotGo: the file is not a Go executable.
@@ -88,6 +90,11 @@ type Func struct {
 	Probe   uint64
 	Returns []uint64
 	Calls   []uint64
+	// NewG (newproc1, before Go 1.24): the first instruction uprobes
+	// emulate after the new g's goid is stored through RAX, with RAX
+	// still the new g; 0 if there is none, and then each RET, which
+	// uprobes single-step, stands for it.
+	NewG uint64
 }
 
 // NewProcHook is where newproc1 is probed for the new goroutine.
@@ -291,6 +298,11 @@ func Read(r io.ReaderAt) (b *Binary, err error) {
 			return nil, fmt.Errorf("read %s: %w", name, err)
 		}
 		fn := Func{Entry: entry, Probe: entry + probePoint(code)}
+		if name == NewProc1 && b.G.Goid != 0 {
+			if off, ok := newGSite(code, b.G.Goid); ok {
+				fn.NewG = entry + uint64(off)
+			}
+		}
 		if name == NewProc1 || slices.Contains(tlsHandshakes, name) {
 			for _, off := range returns(code) {
 				fn.Returns = append(fn.Returns, entry+off)
@@ -386,6 +398,25 @@ func callsTo(code []byte, base, target uint64) []uint64 {
 		return true
 	})
 	return out
+}
+
+// newGSite is the offset in newproc1's code of the first instruction
+// uprobes emulate after its one store of the new g's goid (at offset goid
+// from RAX, which newproc1 returns), when the instructions between leave
+// RAX as it is and run each time that store does.
+func newGSite(code []byte, goid uint16) (int, bool) {
+	store, n := 0, 0
+	decode(code, func(off int, inst x86asm.Inst) bool {
+		if m, ok := inst.Args[0].(x86asm.Mem); ok && inst.Op == x86asm.MOV && m.Base == x86asm.RAX &&
+			m.Index == 0 && m.Segment == 0 && m.Disp == int64(goid) && inst.MemBytes == 8 {
+			store, n = off+inst.Len, n+1
+		}
+		return true
+	})
+	if n != 1 {
+		return 0, false
+	}
+	return probesite.SiteAfter(code, store, x86asm.RAX)
 }
 
 // probePoint is the offset of the stack check's conditional jump (JBE, to

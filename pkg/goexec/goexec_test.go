@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+
+	"github.com/weftdev/weft/pkg/probesite"
 )
 
 // buildClient builds testdata/client with the go command, with extra flags.
@@ -45,11 +47,13 @@ func TestGOffsetsTable(t *testing.T) {
 		{"go1.19", "/usr/lib/go-1.19/bin/go", []string{"GOTOOLCHAIN=local"}, HookEntryReturn},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			full, err := Open(buildClientWith(t, tc.gocmd, tc.env))
+			fullPath := buildClientWith(t, tc.gocmd, tc.env)
+			full, err := Open(fullPath)
 			if err != nil {
 				t.Fatal(err)
 			}
-			stripped, err := Open(buildClientWith(t, tc.gocmd, tc.env, "-ldflags=-s -w"))
+			strippedPath := buildClientWith(t, tc.gocmd, tc.env, "-ldflags=-s -w")
+			stripped, err := Open(strippedPath)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,6 +70,21 @@ func TestGOffsetsTable(t *testing.T) {
 			}
 			if h := stripped.NewProc(); h != tc.hook {
 				t.Errorf("%s: newproc1 hooked as %d, want %d", full.GoVersion, h, tc.hook)
+			}
+			// Before Go 1.24, newproc1 is probed once the new g has its
+			// goid, at an instruction uprobes emulate, not at its RETs.
+			for path, b := range map[string]*Binary{fullPath: full, strippedPath: stripped} {
+				if tc.hook == HookCasg {
+					continue
+				}
+				data, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fn := b.Funcs[NewProc1]
+				if fn.NewG <= fn.Entry || !probesite.Emulated(data[fn.NewG:]) {
+					t.Errorf("%s (stripped %v): newproc1's new-g site %#x (entry %#x)", b.GoVersion, b.Stripped, fn.NewG, fn.Entry)
+				}
 			}
 			// crypto/tls is probed at its copy and record calls in every
 			// Go weft is tested with, not at RETs (two traps each).

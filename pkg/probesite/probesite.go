@@ -64,8 +64,16 @@ func Emulated(code []byte) bool {
 // those instructions (a libc wrapper's): the probe then fires once it
 // returned.
 func EntrySite(code []byte, nargs int) (int, bool) {
+	return SiteAfter(code, 0, Args[:nargs]...)
+}
+
+// SiteAfter is the offset of the first emulated instruction at or after
+// offset from when every instruction from there to it runs each time the
+// one at from does and leaves the registers keep as they were; false
+// when there is none within reach.
+func SiteAfter(code []byte, from int, keep ...x86asm.Reg) (int, bool) {
 	site, found := -1, false
-	walk(code, nargs, func(off int, inst x86asm.Inst) bool {
+	walk(code, from, keep, func(off int, inst x86asm.Inst) bool {
 		if Emulated(code[off:]) {
 			site, found = off, true
 		}
@@ -81,7 +89,7 @@ func EntrySite(code []byte, nargs int) (int, bool) {
 func Delegate(code []byte, base uint64, nargs int) (uint64, bool) {
 	var target uint64
 	found := false
-	walk(code, nargs, func(off int, inst x86asm.Inst) bool {
+	walk(code, 0, Args[:nargs], func(off int, inst x86asm.Inst) bool {
 		switch {
 		case (inst.Op == x86asm.CALL || inst.Op == x86asm.JMP) && (code[off] == 0xe8 || code[off] == 0xe9):
 			target, found = relTarget(base, off, inst)
@@ -116,12 +124,12 @@ func Calls(code []byte, base uint64, targets ...uint64) bool {
 	return called
 }
 
-// walk decodes code from its entry and hands visit each instruction that
-// is not a plain step of the prologue (a step: it does not branch, and it
-// writes no register among the first nargs arguments), until visit says
-// stop, a step changes an argument or the walk goes out of reach.
-func walk(code []byte, nargs int, visit func(off int, inst x86asm.Inst) bool) {
-	for off, n := 0, 0; off < len(code) && n < walkLimit; n++ {
+// walk decodes code from offset from and hands visit each instruction
+// that is not a plain step (a step: it does not branch, and it writes no
+// register of keep), until visit says stop, a step changes a register of
+// keep or the walk goes out of reach.
+func walk(code []byte, from int, keep []x86asm.Reg, visit func(off int, inst x86asm.Inst) bool) {
+	for off, n := from, 0; off < len(code) && n < walkLimit; n++ {
 		if bytes.HasPrefix(code[off:], endbr64) {
 			off += len(endbr64) // x86asm does not decode it; it changes no register
 			continue
@@ -130,7 +138,7 @@ func walk(code []byte, nargs int, visit func(off int, inst x86asm.Inst) bool) {
 		if err != nil {
 			return
 		}
-		step, known := plainStep(code[off:], inst, nargs)
+		step, known := plainStep(code[off:], inst, keep)
 		if !known {
 			return
 		}
@@ -141,11 +149,14 @@ func walk(code []byte, nargs int, visit func(off int, inst x86asm.Inst) bool) {
 	}
 }
 
-// plainStep says whether inst is a prologue step that keeps the first
-// nargs arguments (step), or something for the walk's visitor to judge
-// (!step); known is false for what neither is: an argument overwritten,
-// or an instruction this package does not model.
-func plainStep(code []byte, inst x86asm.Inst, nargs int) (step, known bool) {
+// syscallClobbers are the registers a system call does not give back.
+var syscallClobbers = []x86asm.Reg{x86asm.RAX, x86asm.RCX, x86asm.R11}
+
+// plainStep says whether inst is a step that keeps the registers of keep
+// (step), or something for the walk's visitor to judge (!step); known is
+// false for what neither is: a register of keep overwritten, or an
+// instruction this package does not model.
+func plainStep(code []byte, inst x86asm.Inst, keep []x86asm.Reg) (step, known bool) {
 	if Emulated(code) {
 		return false, true
 	}
@@ -155,15 +166,20 @@ func plainStep(code []byte, inst x86asm.Inst, nargs int) (step, known bool) {
 	case x86asm.SYSCALL:
 		// The kernel returns with every register as it was but RAX, RCX
 		// and R11: a site past it fires once the system call is done.
-		keeps := !slices.Contains(Args[:nargs], x86asm.RCX)
-		return keeps, keeps
+		for _, r := range syscallClobbers {
+			if slices.Contains(keep, r) {
+				return false, false
+			}
+		}
+		return true, true
 	case x86asm.MOV, x86asm.MOVSXD, x86asm.MOVZX, x86asm.MOVSX, x86asm.LEA,
-		x86asm.XOR, x86asm.SUB, x86asm.ADD, x86asm.AND, x86asm.OR:
+		x86asm.XOR, x86asm.SUB, x86asm.ADD, x86asm.AND, x86asm.OR, x86asm.INC, x86asm.DEC,
+		x86asm.MOVUPS, x86asm.MOVAPS, x86asm.MOVDQU:
 		r, isReg := inst.Args[0].(x86asm.Reg)
 		if !isReg {
-			return true, true // a store: argument registers keep their values
+			return true, true // a store: registers keep their values
 		}
-		keeps := !slices.Contains(Args[:nargs], widest(r))
+		keeps := !slices.Contains(keep, widest(r))
 		return keeps, keeps
 	}
 	return false, true

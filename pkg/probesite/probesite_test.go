@@ -3,6 +3,8 @@ package probesite
 import (
 	"bytes"
 	"testing"
+
+	"golang.org/x/arch/x86/x86asm"
 )
 
 // Instructions as gcc and clang emit them in prologues.
@@ -144,5 +146,30 @@ func TestCalls(t *testing.T) {
 	}
 	if Calls(code(subRSP, callRAX, ret), base, worker) {
 		t.Error("an indirect call counted as a direct one")
+	}
+}
+
+// Go 1.23's newproc1 after it stores the new goroutine's id through RAX:
+// an increment in memory, then an inlining mark's NOP, which is emulated.
+func TestSiteAfter(t *testing.T) {
+	storeGoid := []byte{0x4c, 0x89, 0x80, 0xa0, 0, 0, 0}    // mov %r8,0xa0(%rax)
+	incMem := []byte{0x48, 0xff, 0x82, 0x78, 0x01, 0, 0}    // incq 0x178(%rdx)
+	loadRAX := []byte{0x48, 0x8b, 0x44, 0x24, 0x40}         // mov 0x40(%rsp),%rax
+	movups := []byte{0x44, 0x0f, 0x11, 0xb8, 0x98, 1, 0, 0} // movups %xmm15,0x198(%rax)
+	for _, c := range []struct {
+		name string
+		code []byte
+		want int
+		ok   bool
+	}{
+		{"increment then nop", code(storeGoid, incMem, []byte{0x90}), 14, true},
+		{"vector store then test and jump", code(storeGoid, movups, testEDX, je8), 17, true},
+		{"RAX reloaded first", code(storeGoid, loadRAX, []byte{0x90}), 0, false},
+		{"a system call clobbers RAX", code(storeGoid, []byte{0x0f, 0x05}, je8), 0, false},
+	} {
+		got, ok := SiteAfter(c.code, len(storeGoid), x86asm.RAX)
+		if ok != c.ok || (ok && got != c.want) {
+			t.Errorf("%s: SiteAfter = %d, %v; want %d, %v", c.name, got, ok, c.want, c.ok)
+		}
 	}
 }

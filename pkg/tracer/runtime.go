@@ -180,6 +180,10 @@ func attachGo(progs *runtimePrograms, pid int, bin *goexec.Binary) (io.Closer, e
 		probes = append(probes, probe{progs.GoNewproc1, goexec.NewProc1, np.Probe, 0})
 		fallthrough
 	case goexec.HookReturn:
+		if np.NewG != 0 { // one emulated probe where the RETs would single-step
+			probes = append(probes, probe{progs.GoNewproc1Ret, goexec.NewProc1, np.NewG, 0})
+			break
+		}
 		for _, a := range np.Returns {
 			probes = append(probes, probe{progs.GoNewproc1Ret, goexec.NewProc1, a, 0})
 		}

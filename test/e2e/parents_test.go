@@ -152,8 +152,9 @@ func checkLateCalls(t *testing.T, w *weft, rcv *otlptest.Receiver, front string)
 
 // goToolchains are the Go versions the goroutine hooks are tested with:
 // this machine's and the newest the module proxy serves (probed where
-// newproc1 calls casgstatus), 1.23 (at newproc1's returns, reading
-// parentGoid) and Debian's 1.19 (at its entry and returns).
+// newproc1 calls casgstatus), 1.23 (once newproc1 stored the new
+// goroutine's goid, reading parentGoid) and Debian's 1.19 (at its entry
+// and there).
 var goToolchains = []struct {
 	name string
 	cmd  string   // go command
@@ -161,7 +162,7 @@ var goToolchains = []struct {
 }{
 	{"go-default", "go", nil},
 	{"go1.27", "go", []string{"GOTOOLCHAIN=go1.27.3"}},
-	{"go1.23", "go", []string{"GOTOOLCHAIN=go1.23.12"}}, // probed at newproc1's RETs
+	{"go1.23", "go", []string{"GOTOOLCHAIN=go1.23.12"}}, // probed past newproc1's goid store
 	{"go1.19", "/usr/lib/go-1.19/bin/go", []string{"GOTOOLCHAIN=local"}},
 }
 
