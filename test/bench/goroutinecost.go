@@ -8,6 +8,7 @@ import (
 	"log"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -15,6 +16,7 @@ import (
 var (
 	goroutineCost = flag.Bool("goroutine-cost", false, "measure the CPU a Go program spends per goroutine it creates, traced by weft with runtime hooks off and on (-modes), on a pinned CPU")
 	goroutines    = flag.Int("goroutines", 2000000, "goroutines created per -goroutine-cost run")
+	spawnerGo     = flag.String("spawner-go", "", "with -goroutine-cost: the Go release that builds the spawner (GOTOOLCHAIN, e.g. go1.23.12); default this machine's go")
 )
 
 // runGoroutineCost isolates what the goroutine-creation probe costs the
@@ -24,6 +26,9 @@ var (
 func runGoroutineCost() {
 	bin, done := prepare("./test/bench/spawner")
 	defer done()
+	if *spawnerGo != "" {
+		bin = buildWithGo(*spawnerGo, "test/bench/spawner/main.go", filepath.Dir(bin))
+	}
 	s := exec.Command("taskset", "-c", "0", bin)
 	s.Env = append(os.Environ(), "GOMAXPROCS=1")
 	stdin, err := s.StdinPipe()
@@ -60,9 +65,10 @@ func runGoroutineCost() {
 			us := spawn()
 			if w != nil {
 				after := progStats(w.Process.Pid)
-				name := "weft_go_newproc1_casg"
-				if n := after[name].runCnt - before[name].runCnt; n > 0 {
-					log.Printf("%s: %s %d calls, %.0f ns per call", m, name, n, float64(after[name].runNs-before[name].runNs)/float64(n))
+				for _, name := range []string{"weft_go_newproc1_casg", "weft_go_newproc1_ret"} {
+					if n := after[name].runCnt - before[name].runCnt; n > 0 {
+						log.Printf("%s: %s %d calls, %.0f ns per call", m, name, n, float64(after[name].runNs-before[name].runNs)/float64(n))
+					}
 				}
 				w.Process.Signal(os.Interrupt)
 				w.Wait()
@@ -73,4 +79,23 @@ func runGoroutineCost() {
 	}
 	fmt.Printf("%d goroutines per run, %d rounds; mean ± standard error:\n\n", *goroutines, *rounds)
 	printPaired("Spawner CPU per goroutine created", "goroutine", order, perMode)
+}
+
+// buildWithGo builds the one-file program src with Go release release, in
+// a module of its own under dir (the weft module needs a newer Go).
+func buildWithGo(release, src, dir string) string {
+	mod := filepath.Join(dir, "spawner-"+release)
+	check(os.MkdirAll(mod, 0o755))
+	code, err := os.ReadFile(src)
+	check(err)
+	check(os.WriteFile(filepath.Join(mod, "main.go"), code, 0o644))
+	check(os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module spawner\n\ngo 1.19\n"), 0o644))
+	bin := filepath.Join(mod, "spawner")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = mod
+	cmd.Env = append(os.Environ(), "GOTOOLCHAIN="+release)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		log.Fatalf("build the spawner with %s: %v\n%s", release, err, out)
+	}
+	return bin
 }
