@@ -89,7 +89,7 @@ func buildWithGo(release, src, dir string) string {
 	code, err := os.ReadFile(src)
 	check(err)
 	check(os.WriteFile(filepath.Join(mod, "main.go"), code, 0o644))
-	check(os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module spawner\n\ngo 1.19\n"), 0o644))
+	check(os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module spawner\n\ngo 1.21\n"), 0o644))
 	bin := filepath.Join(mod, "spawner")
 	cmd := exec.Command("go", "build", "-o", bin, ".")
 	cmd.Dir = mod
