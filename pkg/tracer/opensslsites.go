@@ -80,8 +80,8 @@ func sslPlan(path string, memBIO bool) ([]sslProbe, error) {
 			continue
 		}
 		callee, ok := f.At(target, 16)
-		if !ok || !probesite.Emulated(callee.Code) {
-			continue
+		if !ok || !probesite.Emulated(callee.Code) || isEntryOf(funcs, target) {
+			continue // (a function probed on its own would be probed twice)
 		}
 		if err := add(ex, target, true, callee.Code); err != nil {
 			return nil, err
@@ -107,6 +107,16 @@ func sslPlan(path string, memBIO bool) ([]sslProbe, error) {
 		}
 	}
 	return probes, nil
+}
+
+// isEntryOf reports whether addr is where one of funcs begins.
+func isEntryOf(funcs map[string]probesite.Func, addr uint64) bool {
+	for _, fn := range funcs {
+		if fn.Addr == addr {
+			return true
+		}
+	}
+	return false
 }
 
 // sslFuncIndex is name's index in sslFuncs (enum ssl_fn).
