@@ -31,6 +31,7 @@ func runGoroutineCost() {
 	}
 	s := exec.Command("taskset", "-c", "0", bin)
 	s.Env = append(os.Environ(), "GOMAXPROCS=1")
+	orphanless(s)
 	stdin, err := s.StdinPipe()
 	check(err)
 	stdout, err := s.StdoutPipe()

@@ -31,6 +31,7 @@ func runGRPCBench() {
 	srv, addr := startServer(bin, "-mode=grpc-server")
 	defer srv.Process.Kill()
 	load := exec.Command(bin, "-mode=grpc-load", "-addr="+addr)
+	orphanless(load)
 	stdin, err := load.StdinPipe()
 	check(err)
 	stdout, err := load.StdoutPipe()

@@ -92,6 +92,7 @@ func startJVM(service, jarPath string, env []string, opts ...string) (*exec.Cmd,
 	cmd := exec.Command("java", append(append(args, opts...), "-jar", jarPath)...)
 	cmd.Env = append(append(os.Environ(), "OTEL_SERVICE_NAME="+service, "PORT="+strconv.Itoa(port)), env...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	orphanless(cmd)
 	check(cmd.Start())
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
 	waitHTTP(url + "/health")
@@ -128,6 +129,7 @@ func measureJVM(mode, backendJar string, fr jvmFront, agent, otlp string) jvmRun
 		w = exec.Command(*weftBin, "run", "--pid="+strconv.Itoa(pids[0])+","+strconv.Itoa(pids[1]),
 			"--metrics-addr=127.0.0.1:"+strconv.Itoa(port), "--stats-interval=0", "--otlp-endpoint="+otlp, "--otlp-insecure",
 			"--metrics-red=false", "--metrics-service-graph=false")
+		orphanless(w)
 		check(w.Start())
 		defer func() { w.Process.Signal(os.Interrupt); w.Wait() }()
 		waitHTTP(metrics)

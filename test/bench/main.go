@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
@@ -153,6 +154,7 @@ func main() {
 		}
 		front := exec.Command("node", "test/e2e/testdata/nodeasync/app.js", addr, "http")
 		front.Env = append(os.Environ(), "NODE_OPTIONS=--require "+companion)
+		orphanless(front)
 		stdout, _ := front.StdoutPipe()
 		check(front.Start())
 		defer front.Process.Kill()
@@ -214,9 +216,20 @@ func startWeft(mode string, pids []int, otlp string, pre ...string) (*exec.Cmd, 
 	args = append(args, profileArgs(mode)...)
 	args = append(args, spanMetricsArgs(mode)...)
 	w := exec.Command(args[0], append(args[1:], samplerArgs(mode)...)...)
+	orphanless(w)
 	check(w.Start())
 	waitHTTP(metrics)
 	return w, metrics
+}
+
+// orphanless has the kernel kill cmd if the benchmark dies first (killed,
+// or log.Fatal past its defers): a weft left running keeps its programs on
+// the host's socket tracepoints and skews every later measurement.
+func orphanless(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 }
 
 // spanMetricsArgs turns span metrics on only in the metrics mode, so that
@@ -228,6 +241,7 @@ func spanMetricsArgs(mode string) []string {
 
 func startServer(bin string, args ...string) (*exec.Cmd, string) {
 	srv := exec.Command(bin, args...)
+	orphanless(srv)
 	stdout, _ := srv.StdoutPipe()
 	check(srv.Start())
 	addr, err := bufio.NewReader(stdout).ReadString('\n')

@@ -112,6 +112,7 @@ func sendOnce(srvBin, addr string, backendPid int, mode, otlp string) (sender, c
 	check(err)
 	var out bytes.Buffer
 	s.Stdout, s.Stderr = &out, &out
+	orphanless(s)
 	check(s.Start())
 	var w *exec.Cmd
 	var before map[string]progStat

@@ -83,6 +83,7 @@ func runTLSBench() {
 	conf := filepath.Join(dir, "nginx.conf")
 	check(os.WriteFile(conf, []byte(fmt.Sprintf(nginxBenchConf, dir, baddr, port)), 0o644))
 	nginx := exec.Command("nginx", "-c", conf, "-e", "stderr")
+	orphanless(nginx)
 	nginx.Stderr = os.Stderr
 	check(nginx.Start())
 	defer func() {
