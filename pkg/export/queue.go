@@ -175,9 +175,8 @@ func (q *queue) export(batch []queued) {
 	n := len(batch)
 	accepted, err := q.out.send(q.runCtx, batch)
 	accepted = max(0, min(accepted, n))
-	q.stats.exported.Add(uint64(accepted))
-	q.stats.failed.Add(uint64(n - accepted))
-	q.stats.queued.Add(-int64(n))
+	// Logged before the counters move, so whoever sees the batch counted
+	// also finds its log line.
 	switch {
 	case err != nil:
 		q.failing = true
@@ -186,6 +185,9 @@ func (q *queue) export(batch []queued) {
 		q.failing = false
 		q.log.Info("span export recovered")
 	}
+	q.stats.exported.Add(uint64(accepted))
+	q.stats.failed.Add(uint64(n - accepted))
+	q.stats.queued.Add(-int64(n))
 }
 
 func (q *queue) logDrops() {
