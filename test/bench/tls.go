@@ -16,6 +16,8 @@ import (
 	"github.com/weftdev/weft/test/testcert"
 )
 
+var tlsServers = flag.String("tls-servers", "nginx,go,node", "with -tls: which of the servers to load, in order")
+
 var tlsBench = flag.Bool("tls", false, "benchmark HTTPS (TLS capture by uprobes): nginx terminating TLS in front of a Go backend, a Go HTTPS server (h2app, stripped) and a Node.js HTTPS server (memory BIOs), each loaded over HTTPS/1.1 with keep-alive at -rate (default 1000/s): CPU per request of the traced processes across -modes (notls: weft with --tls=off)")
 
 // nodeHTTPSServer answers every request at once over HTTPS/1.1:
@@ -102,14 +104,19 @@ func runTLSBench() {
 
 	otlp := startSink()
 	order := strings.Split(*modes, ",")
-	for _, sc := range []struct {
+	scenarios := map[string]struct {
 		name, url string
 		pids      []int
 	}{
-		{"nginx (TLS) → Go backend", "https://" + naddr + *urlPath, append([]int{nginx.Process.Pid, backend.Process.Pid}, workers...)},
-		{"Go HTTPS server (h2app, stripped)", "https://" + gaddr + "/req/0", []int{goSrv.Process.Pid}},
-		{"Node.js HTTPS server", "https://" + nodeAddr + "/", []int{nodeSrv.Process.Pid}},
-	} {
+		"nginx": {"nginx (TLS) → Go backend", "https://" + naddr + *urlPath, append([]int{nginx.Process.Pid, backend.Process.Pid}, workers...)},
+		"go":    {"Go HTTPS server (h2app, stripped)", "https://" + gaddr + "/req/0", []int{goSrv.Process.Pid}},
+		"node":  {"Node.js HTTPS server", "https://" + nodeAddr + "/", []int{nodeSrv.Process.Pid}},
+	}
+	for _, name := range strings.Split(*tlsServers, ",") {
+		sc, ok := scenarios[name]
+		if !ok {
+			log.Fatalf("-tls-servers: no server %q (nginx, go, node)", name)
+		}
 		openLoop(sc.url, *rate, 3*time.Second, *conns) // warm up
 		var runs []run
 		for i := 0; i < *rounds; i++ {
