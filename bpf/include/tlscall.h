@@ -45,7 +45,7 @@ __noinline int tls_client_start(struct event_buf *e, __u32 n, __u64 pid_tgid, __
 		return 0;
 	BOUND(n, 0x1fff);
 	struct span_ctx own = {};
-	if (!is_request_start(e->data, n) || parse_traceparent(e->data, n, false, &own) == TP_FOUND)
+	if (!is_request_start(e->data, n) || parse_traceparent(e->data, n, HEAD_START, &own) == TP_FOUND)
 		return 0; /* not a request, or it carries its own traceparent */
 	struct conn_key k = {};
 	conn_key_of_sock((struct sock *)sk, &k);

@@ -251,12 +251,11 @@ struct tp_scan {
 	const __u8 *data; /* points at event_buf.data, 3 * WEFT_MAX_CAPTURE long */
 	__u32 len;
 	__u32 found;      /* offset of the value, 0 when not found */
-	__u8 cont;        /* data continues a header block: offset 0 starts a line */
+	__u32 pos;        /* where the search for the next line feed goes on */
 	__u8 head_end;    /* the blank line ending the header block was seen */
-	__u8 _pad[6];
+	__u8 _pad[3];
 };
 
-/* Is there "traceparent:" (any case) at p? */
 static __always_inline bool tp_name_at(const __u8 *p)
 {
 	const char name[] = "traceparent:";
@@ -266,37 +265,51 @@ static __always_inline bool tp_name_at(const __u8 *p)
 	return true;
 }
 
-/* bpf_loop callback: is there a "traceparent:" header line at i, or the
- * end of the header block? */
-static long tp_scan_step(__u64 i, void *arg)
+/* Whether the line that begins at name is a traceparent header with room
+ * for its value; if so, s->found is where the value begins. */
+static __always_inline bool tp_line(struct tp_scan *s, __u32 name)
 {
-	struct tp_scan *s = arg;
-	if (i + 3 > s->len)
-		return 1;
-	i &= WEFT_MAX_CAPTURE - 1;
-	const __u8 *p = s->data + i;
-	if (p[0] == '\n' && p[1] == '\r' && p[2] == '\n') {
-		s->head_end = 1;
-		return 1;
-	}
-	__u32 name = 0; /* offset of the header name */
-	if (i == 0 && s->cont)
-		name = 0;
-	else if (p[0] == '\n')
-		name = i + 1;
-	else
-		return 0;
 	if (name + 13 + TP_VALUE_LEN > s->len)
-		return 0; /* too short for a value: look on for the head's end */
+		return false;
 	name &= WEFT_MAX_CAPTURE - 1;
 	const __u8 *q = s->data + name;
 	if ((q[0] | 0x20) != 't' || !tp_name_at(q))
+		return false;
+	s->found = name + 12 + (q[12] == ' ' || q[12] == '\t');
+	return true;
+}
+
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+/* bpf_loop callback: finds the next line feed from s->pos, eight bytes at
+ * a time (the lowest byte flagged by the zero-byte test is a line feed;
+ * past data's end the bytes are stale but inside the buffer), and looks
+ * at the line it begins: the blank line ending the header block, or a
+ * "traceparent:" header. Stops at either, or at the data's end. */
+static long tp_scan_step(__u64 _, void *arg)
+{
+	struct tp_scan *s = arg;
+	if (s->pos + 3 > s->len) /* len <= WEFT_MAX_CAPTURE: the mask keeps i */
+		return 1;
+	__u32 i = s->pos & (WEFT_MAX_CAPTURE - 1);
+	__u64 x = *(const __u64 *)(s->data + i) ^ (ONES * '\n');
+	__u64 t = (x - ONES) & ~x & HIGHS;
+	if (!t) {
+		s->pos = i + 8;
 		return 0;
-	__u32 v = name + 12;
-	if (q[12] == ' ' || q[12] == '\t')
-		v++;
-	s->found = v;
-	return 1;
+	}
+	/* The lowest flag, 0x80 << 8j, to j: the multiplier's byte 7 - j. */
+	i += ((t & -t) >> 7) * 0x0001020304050607ULL >> 56;
+	if (i + 3 > s->len)
+		return 1;
+	const __u8 *p = s->data + (i & (WEFT_MAX_CAPTURE - 1));
+	if (p[1] == '\r' && p[2] == '\n') {
+		s->head_end = 1;
+		return 1;
+	}
+	s->pos = i + 1;
+	return tp_line(s, i + 1);
 }
 
 enum tp_result {
@@ -305,13 +318,43 @@ enum tp_result {
 	TP_NOT_YET = 3, /* none in these bytes, and the header block goes on */
 };
 
-/* Parses a W3C traceparent (version 00) header from captured request
- * bytes into ctx (trace id, parent span id in span_id, flags). With cont,
- * data continues a header block that an earlier segment began. */
-static __always_inline enum tp_result parse_traceparent(const __u8 *data, __u32 len, bool cont, struct span_ctx *ctx)
+/* parse_traceparent's prev for a request start: its first line is the
+ * request line. A continued head's prev is HEAD_CONT | the last three
+ * bytes before data (head_tail). */
+#define HEAD_START 0
+#define HEAD_CONT (1U << 31)
+
+/* The last three bytes of a head seen so far, when d[0..n) follows those
+ * of prev. */
+static __always_inline __u32 head_tail(__u32 prev, const __u8 *d, __u32 n)
 {
-	struct tp_scan s = {.data = data, .len = len, .cont = cont};
+	if (n >= 3)
+		return d[(n - 3) & 0x1fff] << 16 | d[(n - 2) & 0x1fff] << 8 | d[(n - 1) & 0x1fff];
+	if (n == 2)
+		return (prev << 16 | d[0] << 8 | d[1]) & 0xffffff;
+	if (n == 1)
+		return (prev << 8 | d[0]) & 0xffffff;
+	return prev & 0xffffff;
+}
+
+/* Parses a W3C traceparent (version 00) header from captured request
+ * bytes into ctx (trace id, parent span id in span_id, flags). prev:
+ * HEAD_START, or what came before data in the same head (HEAD_CONT). */
+static __always_inline enum tp_result parse_traceparent(const __u8 *data, __u32 len, __u32 prev,
+							 struct span_ctx *ctx)
+{
+	struct tp_scan s = {.data = data, .len = len};
+	if (prev & HEAD_CONT) {
+		/* The blank line that ends the head, across the cut. */
+		if (((prev & 0xffff) == ('\n' << 8 | '\r') && len >= 1 && data[0] == '\n') ||
+		    ((prev & 0xff) == '\n' && len >= 2 && data[0] == '\r' && data[1] == '\n'))
+			return TP_ABSENT;
+		/* A line that begins at the cut. */
+		if ((prev & 0xff) == '\n' && tp_line(&s, 0))
+			goto value;
+	}
 	bpf_loop(TP_SCAN_MAX, tp_scan_step, &s, 0);
+value:
 	if (!s.found)
 		return s.head_end ? TP_ABSENT : TP_NOT_YET;
 	const __u8 *v = data + (s.found & (WEFT_MAX_CAPTURE - 1));
@@ -348,8 +391,10 @@ static __always_inline enum tp_result parse_traceparent(const __u8 *data, __u32 
  * traceparent yet: the next segments may carry it (injection by sk_msg
  * can split the head where it inserts). */
 struct pending_head {
-	__u64 key; /* ctx_key of the reader */
-	__u64 g;   /* the reading goroutine's id, or 0 */
+	__u64 key;  /* ctx_key of the reader */
+	__u64 g;    /* the reading goroutine's id, or 0 */
+	__u32 tail; /* the head's last three bytes so far (head_tail) */
+	__u32 _pad;
 };
 
 struct {
@@ -440,7 +485,7 @@ static __always_inline void server_request(struct event_header *h, const __u8 *d
 	bool go = pi && pi->mode == WEFT_MODE_GO;
 	struct go_id gid = {};
 	__u64 g = go && go_id_of(pi, user_g(), &gid) ? gid.goid : 0;
-	enum tp_result r = parse_traceparent(data, n, false, &in);
+	enum tp_result r = parse_traceparent(data, n, HEAD_START, &in);
 	if (r != TP_FOUND && linked) { /* what the TLS client decided (tlslink.h) */
 		in = *link;
 		r = TP_FOUND;
@@ -457,7 +502,7 @@ static __always_inline void server_request(struct event_header *h, const __u8 *d
 	/* Only a head cut by the segment, not by the capture limit, goes on
 	 * in the next segments weft sees. */
 	if (r == TP_NOT_YET && n == h->bytes) {
-		struct pending_head ph = {.key = k, .g = g};
+		struct pending_head ph = {.key = k, .g = g, .tail = head_tail(0, data, n)};
 		bpf_map_update_elem(&pending_head, &sock, &ph, BPF_ANY);
 	} else {
 		if (r == TP_NOT_YET)
@@ -492,9 +537,11 @@ static __always_inline void server_head_more(struct event_header *h, const __u8 
 		return;
 	struct pending_head ph = *p;
 	struct span_ctx in = {};
-	enum tp_result r = parse_traceparent(data, n, true, &in);
-	if (r == TP_NOT_YET && n == h->bytes)
+	enum tp_result r = parse_traceparent(data, n, HEAD_CONT | ph.tail, &in);
+	if (r == TP_NOT_YET && n == h->bytes) {
+		p->tail = head_tail(ph.tail, data, n);
 		return;
+	}
 	if (r == TP_NOT_YET)
 		count(WEFT_STAT_TRACEPARENT_UNSEEN);
 	bpf_map_delete_elem(&pending_head, &sock);
@@ -641,7 +688,7 @@ static __always_inline void client_request(struct event_header *h, const __u8 *d
 		return;
 	}
 	struct span_ctx own = {};
-	if (parse_traceparent(data, n, false, &own) == TP_FOUND) {
+	if (parse_traceparent(data, n, HEAD_START, &own) == TP_FOUND) {
 		/* An in-process instrumented client (or a proxy passing the
 		 * header on): the span on the wire is its own, exported by it,
 		 * so weft's span is a child with an id of its own; two spans

@@ -179,9 +179,11 @@ type kprobeJvmTlsScratch struct {
 }
 
 type kprobePendingHead struct {
-	_   structs.HostLayout
-	Key uint64
-	G   uint64
+	_    structs.HostLayout
+	Key  uint64
+	G    uint64
+	Tail uint32
+	Pad  uint32
 }
 
 type kprobeProcInfo struct {

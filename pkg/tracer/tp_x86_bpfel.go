@@ -181,9 +181,11 @@ type tpJvmTlsScratch struct {
 }
 
 type tpPendingHead struct {
-	_   structs.HostLayout
-	Key uint64
-	G   uint64
+	_    structs.HostLayout
+	Key  uint64
+	G    uint64
+	Tail uint32
+	Pad  uint32
 }
 
 type tpProcInfo struct {
