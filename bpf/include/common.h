@@ -108,6 +108,17 @@ struct {
 	__type(value, __u8);
 } tracked_socks SEC(".maps");
 
+/* Tracks sk for its close. Looked up first: a lookup takes no lock, and
+ * almost every call is on a socket tracked already. */
+static __always_inline void track_sock(__u64 sk)
+{
+	if (bpf_map_lookup_elem(&tracked_socks, &sk))
+		return;
+	__u8 one = SOCK_TRACKED;
+	if (bpf_map_update_elem(&tracked_socks, &sk, &one, BPF_NOEXIST) == -7 /* E2BIG */)
+		count(WEFT_STAT_SOCK_TABLE_FULL);
+}
+
 /* Sockets user space found to carry another protocol than HTTP/1.x:
  * their data is not copied any more. The value is the connection's local
  * port << 16 | remote port: user space decides after the fact, when the
@@ -391,9 +402,7 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 		if (tls_nested(pi, pid_tgid, (__u64)sk)) {
 			/* Ciphertext: the TLS call reports its plaintext. The
 			 * socket is tracked all the same, for its close. */
-			__u64 id = (__u64)sk;
-			__u8 one = SOCK_TRACKED;
-			bpf_map_update_elem(&tracked_socks, &id, &one, BPF_NOEXIST);
+			track_sock((__u64)sk);
 			return;
 		}
 		tls_bio_socket_call(pi, pid_tgid, (__u64)sk, dir, ub, bytes);
@@ -468,11 +477,7 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 		return;
 	}
 	count(WEFT_STAT_EVENTS);
-
-	__u64 id = (__u64)sk;
-	__u8 one = SOCK_TRACKED;
-	if (bpf_map_update_elem(&tracked_socks, &id, &one, BPF_NOEXIST) == -7 /* E2BIG */)
-		count(WEFT_STAT_SOCK_TABLE_FULL);
+	track_sock((__u64)sk);
 }
 
 /* wake: BPF_RB_FORCE_WAKEUP for what user space must act on at once

@@ -14,12 +14,16 @@
 static __always_inline void tls_call_begin(struct proc_info *pi, __u64 key, const struct tls_call *c)
 {
 	proc_tls_mark(pi, WEFT_PROC_TLS_CALLS);
-	if (c->dir == TLS_NO_PLAINTEXT) {
-		struct tls_call *open = bpf_map_lookup_elem(&tls_calls, &key);
-		if (open && open->conn == c->conn && open->dir != TLS_NO_PLAINTEXT)
-			return;
+	struct tls_call *open = bpf_map_lookup_elem(&tls_calls, &key);
+	if (!open) {
+		bpf_map_update_elem(&tls_calls, &key, c, BPF_ANY);
+		return;
 	}
-	bpf_map_update_elem(&tls_calls, &key, c, BPF_ANY);
+	if (c->dir == TLS_NO_PLAINTEXT && open->conn == c->conn && open->dir != TLS_NO_PLAINTEXT)
+		return;
+	/* In place: only this thread (goroutine) writes its note, and an
+	 * update would allocate and free an LRU node per call. */
+	*open = *c;
 }
 
 /* The note of the call returning now under key, taken from the map: dir

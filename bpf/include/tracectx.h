@@ -405,15 +405,20 @@ struct {
 } pending_head SEC(".maps");
 
 /* One more request read by key k: counted, and marked ambiguous when k
- * already serves another. */
+ * already serves another. A key's entry stays when its load drops to 0
+ * (key_ends_requests): a thread serves request after request, and an
+ * update allocates an LRU node where a lookup takes no lock. */
 static __always_inline bool key_takes_request(__u64 k)
 {
-	__u32 one = 1;
-	if (bpf_map_update_elem(&key_load, &k, &one, BPF_NOEXIST) == 0)
-		return false;
 	__u32 *load = bpf_map_lookup_elem(&key_load, &k);
-	if (!load) /* evicted meanwhile: counted anew */
-		return bpf_map_update_elem(&key_load, &k, &one, BPF_ANY), false;
+	if (!load) {
+		__u32 one = 1;
+		if (bpf_map_update_elem(&key_load, &k, &one, BPF_NOEXIST) == 0)
+			return false;
+		load = bpf_map_lookup_elem(&key_load, &k); /* another CPU made it */
+		if (!load)
+			return bpf_map_update_elem(&key_load, &k, &one, BPF_ANY), false;
+	}
 	bool busy = *load > 0;
 	__sync_fetch_and_add(load, 1);
 	return busy;
@@ -428,7 +433,8 @@ static __always_inline void key_ends_requests(__u64 k, __u32 n)
 		__sync_fetch_and_add(load, -n);
 		return;
 	}
-	bpf_map_delete_elem(&key_load, &k);
+	if (load)
+		*load = 0;
 	bpf_map_delete_elem(&active_ctx, &k);
 	/* A thread key is its pid_tgid; a logical id's threads are kept in
 	 * step by unmount. */
@@ -461,12 +467,18 @@ static __always_inline void serving_begins(__u64 sock_id, __u64 k, __u64 g, cons
 		sv->trace_flags = span->trace_flags;
 		return;
 	}
-	if (sv) /* another reader's requests: they are over as far as it goes */
-		serving_ends(sv, sv->pending);
 	struct serving nsv = {.key = k, .g = g, .pending = 1, .trace_flags = span->trace_flags};
 	__builtin_memcpy(nsv.trace_id, span->trace_id, 16);
 	__builtin_memcpy(nsv.span_id, span->span_id, 8);
-	bpf_map_update_elem(&serving_sock, &sock_id, &nsv, BPF_ANY);
+	if (!sv) {
+		bpf_map_update_elem(&serving_sock, &sock_id, &nsv, BPF_ANY);
+		return;
+	}
+	/* Another reader's requests are over as far as it goes; answered
+	 * ones are. The connection's entry is reused (kept-alive, it serves
+	 * request after request). */
+	serving_ends(sv, sv->pending);
+	*sv = nsv;
 }
 
 /* A traced process received the start of a request: its server span
@@ -507,7 +519,8 @@ static __always_inline void server_request(struct event_header *h, const __u8 *d
 	} else {
 		if (r == TP_NOT_YET)
 			count(WEFT_STAT_TRACEPARENT_UNSEEN);
-		bpf_map_delete_elem(&pending_head, &sock);
+		if (bpf_map_lookup_elem(&pending_head, &sock)) /* a delete locks */
+			bpf_map_delete_elem(&pending_head, &sock);
 	}
 	h->ctx_kind = WEFT_CTX_SERVER;
 	__builtin_memcpy(active.trace_id, h->trace_id, 16);
