@@ -20,7 +20,8 @@
  * The first bytes of a record are its header and then random (a hello's)
  * or encrypted bytes, so two connections do not share them. A tie is made
  * once (tls_socks) and undone by SSL_free, before the connection's address
- * can name another. Included by tls.h. */
+ * can name another; a tied socket's records are not fingerprinted any
+ * more. Included by tls.h. */
 #ifndef WEFT_TLSBIO_H
 #define WEFT_TLSBIO_H
 
@@ -62,6 +63,34 @@ struct {
 	__type(value, __u64);
 } tls_fed SEC(".maps");
 
+/* A socket a connection was tied to by its ciphertext: while the tie
+ * holds (tls_socks still names the socket for that connection), the
+ * socket's records need no fingerprint. Cleared when the socket closes,
+ * before its address can name another. */
+struct tls_bio_sock {
+	__u64 conn;
+	__u32 tgid;
+	__u32 _pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64); /* socket */
+	__type(value, struct tls_bio_sock);
+} tls_bio_socks SEC(".maps");
+
+/* Whether socket sk is tied to a live connection of process tgid. */
+static __always_inline bool tls_bio_tied(__u64 sk, __u32 tgid)
+{
+	struct tls_bio_sock *b = bpf_map_lookup_elem(&tls_bio_socks, &sk);
+	if (!b || b->tgid != tgid)
+		return false;
+	struct tls_conn_key k = {.conn = b->conn, .tgid = tgid};
+	__u64 *s = bpf_map_lookup_elem(&tls_socks, &k);
+	return s && *s == sk;
+}
+
 /* Reads the first TLS_FP_LEN bytes a socket call moved (its first buffer
  * must hold them) into b; false when it cannot or they do not begin with
  * a TLS record header (content type 20-23, version 3.0-3.4). */
@@ -92,6 +121,8 @@ static __always_inline void tls_bio_tie(__u64 conn, __u32 tgid, __u64 sk)
 	if (cur && *cur == sk)
 		return;
 	bpf_map_update_elem(&tls_socks, &k, &sk, BPF_ANY);
+	struct tls_bio_sock b = {.conn = conn, .tgid = tgid};
+	bpf_map_update_elem(&tls_bio_socks, &sk, &b, BPF_ANY);
 	count(WEFT_STAT_TLS_BIO_LEARNED);
 }
 
@@ -107,6 +138,8 @@ static __always_inline void tls_bio_socket_call(struct proc_info *pi, __u64 pid_
 	 * first: a delete of a missing key costs more, on every call.) */
 	if (bpf_map_lookup_elem(&tls_fed, &pid_tgid))
 		bpf_map_delete_elem(&tls_fed, &pid_tgid);
+	if (tls_bio_tied(sk, pid_tgid >> 32))
+		return;
 	struct tls_fp_key fp = {.tgid = pid_tgid >> 32};
 	if (!tls_record_peek(ub, bytes, fp.b))
 		return;

@@ -248,6 +248,13 @@ type kprobeThreadLink struct {
 	SinceNs uint64
 }
 
+type kprobeTlsBioSock struct {
+	_    structs.HostLayout
+	Conn uint64
+	Tgid uint32
+	Pad  uint32
+}
+
 type kprobeTlsCall struct {
 	_       structs.HostLayout
 	Conn    uint64
@@ -334,6 +341,7 @@ const (
 	kprobeMapThreadKey               = "thread_key"
 	kprobeMapThreadParent            = "thread_parent"
 	kprobeMapThreadSlot              = "thread_slot"
+	kprobeMapTlsBioSocks             = "tls_bio_socks"
 	kprobeMapTlsCalls                = "tls_calls"
 	kprobeMapTlsFed                  = "tls_fed"
 	kprobeMapTlsInFps                = "tls_in_fps"
@@ -531,6 +539,7 @@ type kprobeMapSpecs struct {
 	ThreadKey       *ebpf.MapSpec `ebpf:"thread_key"`
 	ThreadParent    *ebpf.MapSpec `ebpf:"thread_parent"`
 	ThreadSlot      *ebpf.MapSpec `ebpf:"thread_slot"`
+	TlsBioSocks     *ebpf.MapSpec `ebpf:"tls_bio_socks"`
 	TlsCalls        *ebpf.MapSpec `ebpf:"tls_calls"`
 	TlsFed          *ebpf.MapSpec `ebpf:"tls_fed"`
 	TlsInFps        *ebpf.MapSpec `ebpf:"tls_in_fps"`
@@ -626,6 +635,7 @@ type kprobeMaps struct {
 	ThreadKey       *ebpf.Map `ebpf:"thread_key"`
 	ThreadParent    *ebpf.Map `ebpf:"thread_parent"`
 	ThreadSlot      *ebpf.Map `ebpf:"thread_slot"`
+	TlsBioSocks     *ebpf.Map `ebpf:"tls_bio_socks"`
 	TlsCalls        *ebpf.Map `ebpf:"tls_calls"`
 	TlsFed          *ebpf.Map `ebpf:"tls_fed"`
 	TlsInFps        *ebpf.Map `ebpf:"tls_in_fps"`
@@ -679,6 +689,7 @@ func (m *kprobeMaps) Close() error {
 		m.ThreadKey,
 		m.ThreadParent,
 		m.ThreadSlot,
+		m.TlsBioSocks,
 		m.TlsCalls,
 		m.TlsFed,
 		m.TlsInFps,

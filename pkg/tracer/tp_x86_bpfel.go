@@ -250,6 +250,13 @@ type tpThreadLink struct {
 	SinceNs uint64
 }
 
+type tpTlsBioSock struct {
+	_    structs.HostLayout
+	Conn uint64
+	Tgid uint32
+	Pad  uint32
+}
+
 type tpTlsCall struct {
 	_       structs.HostLayout
 	Conn    uint64
@@ -412,6 +419,7 @@ const (
 	tpMapThreadKey               = "thread_key"
 	tpMapThreadParent            = "thread_parent"
 	tpMapThreadSlot              = "thread_slot"
+	tpMapTlsBioSocks             = "tls_bio_socks"
 	tpMapTlsCalls                = "tls_calls"
 	tpMapTlsFed                  = "tls_fed"
 	tpMapTlsInFps                = "tls_in_fps"
@@ -637,6 +645,7 @@ type tpMapSpecs struct {
 	ThreadKey      *ebpf.MapSpec `ebpf:"thread_key"`
 	ThreadParent   *ebpf.MapSpec `ebpf:"thread_parent"`
 	ThreadSlot     *ebpf.MapSpec `ebpf:"thread_slot"`
+	TlsBioSocks    *ebpf.MapSpec `ebpf:"tls_bio_socks"`
 	TlsCalls       *ebpf.MapSpec `ebpf:"tls_calls"`
 	TlsFed         *ebpf.MapSpec `ebpf:"tls_fed"`
 	TlsInFps       *ebpf.MapSpec `ebpf:"tls_in_fps"`
@@ -730,6 +739,7 @@ type tpMaps struct {
 	ThreadKey      *ebpf.Map `ebpf:"thread_key"`
 	ThreadParent   *ebpf.Map `ebpf:"thread_parent"`
 	ThreadSlot     *ebpf.Map `ebpf:"thread_slot"`
+	TlsBioSocks    *ebpf.Map `ebpf:"tls_bio_socks"`
 	TlsCalls       *ebpf.Map `ebpf:"tls_calls"`
 	TlsFed         *ebpf.Map `ebpf:"tls_fed"`
 	TlsInFps       *ebpf.Map `ebpf:"tls_in_fps"`
@@ -781,6 +791,7 @@ func (m *tpMaps) Close() error {
 		m.ThreadKey,
 		m.ThreadParent,
 		m.ThreadSlot,
+		m.TlsBioSocks,
 		m.TlsCalls,
 		m.TlsFed,
 		m.TlsInFps,
