@@ -309,7 +309,7 @@ func Read(r io.ReaderAt) (b *Binary, err error) {
 			}
 		}
 		if callee, ok := ranges[callees[name]]; ok {
-			for _, off := range callsTo(code, rg[0], callee[0]) {
+			for _, off := range probesite.CallSites(code, rg[0], callee[0]) {
 				fn.Calls = append(fn.Calls, entry+off)
 			}
 		}
@@ -379,21 +379,6 @@ func returns(code []byte) []uint64 {
 	decode(code, func(off int, inst x86asm.Inst) bool {
 		if inst.Op == x86asm.RET {
 			out = append(out, uint64(off))
-		}
-		return true
-	})
-	return out
-}
-
-// callsTo lists the offsets of direct calls to target in code that starts
-// at virtual address base.
-func callsTo(code []byte, base, target uint64) []uint64 {
-	var out []uint64
-	decode(code, func(off int, inst x86asm.Inst) bool {
-		if inst.Op == x86asm.CALL {
-			if rel, ok := inst.Args[0].(x86asm.Rel); ok && base+uint64(off+inst.Len)+uint64(int64(rel)) == target {
-				out = append(out, uint64(off))
-			}
 		}
 		return true
 	})

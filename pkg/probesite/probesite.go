@@ -106,7 +106,29 @@ func Delegate(code []byte, base uint64, nargs int) (uint64, bool) {
 // a direct call or jump to any of targets.
 func Calls(code []byte, base uint64, targets ...uint64) bool {
 	called := false
-	for off := 0; off < len(code) && !called; {
+	direct(code, base, func(_ int, _ x86asm.Op, t uint64) {
+		for _, want := range targets {
+			called = called || t == want
+		}
+	})
+	return called
+}
+
+// CallSites lists the offsets of code's direct calls to target (code
+// starts at virtual address base).
+func CallSites(code []byte, base, target uint64) []uint64 {
+	var out []uint64
+	direct(code, base, func(off int, op x86asm.Op, t uint64) {
+		if op == x86asm.CALL && t == target {
+			out = append(out, uint64(off))
+		}
+	})
+	return out
+}
+
+// direct hands visit each direct call or jump of code with its target.
+func direct(code []byte, base uint64, visit func(off int, op x86asm.Op, target uint64)) {
+	for off := 0; off < len(code); {
 		inst, err := x86asm.Decode(code[off:], 64)
 		if err != nil {
 			off++ // data or padding: resynchronise on the next byte
@@ -114,14 +136,11 @@ func Calls(code []byte, base uint64, targets ...uint64) bool {
 		}
 		if inst.Op == x86asm.CALL || inst.Op == x86asm.JMP {
 			if t, ok := relTarget(base, off, inst); ok {
-				for _, want := range targets {
-					called = called || t == want
-				}
+				visit(off, inst.Op, t)
 			}
 		}
 		off += inst.Len
 	}
-	return called
 }
 
 // walk decodes code from offset from and hands visit each instruction

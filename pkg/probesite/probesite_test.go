@@ -149,6 +149,21 @@ func TestCalls(t *testing.T) {
 	}
 }
 
+// CallSites lists direct calls only: not a jump to the target, nor an
+// indirect call.
+func TestCallSites(t *testing.T) {
+	const base = 0x1000
+	// call target; jmp target; call *%rax; call target: the target at 0x100.
+	fn := code(call(0x100-5), jmp(0x100-10), callRAX, call(0x100-17), ret)
+	got := CallSites(fn, base, base+0x100)
+	if len(got) != 2 || got[0] != 0 || got[1] != 12 {
+		t.Errorf("CallSites = %v, want [0 12]", got)
+	}
+	if got := CallSites(fn, base, base+0x101); len(got) != 0 {
+		t.Errorf("CallSites of another target = %v", got)
+	}
+}
+
 // Go 1.23's newproc1 after it stores the new goroutine's id through RAX:
 // an increment in memory, then an inlining mark's NOP, which is emulated.
 func TestSiteAfter(t *testing.T) {
