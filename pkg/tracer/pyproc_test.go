@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,4 +64,29 @@ func drainEvents(t *testing.T, tr *Tracer, quiet time.Duration) []event.Event {
 		ev.Payload = append([]byte(nil), ev.Payload...)
 		out = append(out, ev)
 	}
+}
+
+// headServer starts a Python server, traced by tr, that answers each
+// connection once it has read a request head, and returns its pid and
+// address.
+func headServer(t *testing.T, tr *Tracer) (uint32, string) {
+	t.Helper()
+	srv, _, stdout := tracedPython(t, tr, `import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(64)
+print(s.getsockname()[1], flush=True)
+while True:
+    c, _ = s.accept()
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += c.recv(65536)
+    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+    c.close()
+`)
+	port, err := stdout.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	return uint32(srv.Process.Pid), "127.0.0.1:" + strings.TrimSpace(port)
 }

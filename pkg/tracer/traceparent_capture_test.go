@@ -20,28 +20,11 @@ func TestTraceparentBeyondCaptureIsCounted(t *testing.T) {
 	testenv.RequirePrivileged(t)
 	tr := openTestTracer(t, Options{}) // 256 bytes captured
 
-	srv, _, stdout := tracedPython(t, tr, `import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-s.listen()
-print(s.getsockname()[1], flush=True)
-while True:
-    c, _ = s.accept()
-    head = b""
-    while not head.endswith(b"\r\n\r\n"):
-        head += c.recv(65536)
-    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-    c.close()
-`)
-	pid := uint32(srv.Process.Pid)
-	port, err := stdout.ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
+	pid, addr := headServer(t, tr)
 	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	send := func(head string) {
 		t.Helper()
-		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strings.TrimSpace(port), 5*time.Second)
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,25 +21,7 @@ import (
 func TestTraceparentFoundWhereverItIs(t *testing.T) {
 	testenv.RequirePrivileged(t)
 	tr := openTestTracer(t, Options{CaptureBytes: 512})
-	srv, _, stdout := tracedPython(t, tr, `import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-s.listen(64)
-print(s.getsockname()[1], flush=True)
-while True:
-    c, _ = s.accept()
-    head = b""
-    while b"\r\n\r\n" not in head:
-        head += c.recv(65536)
-    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-    c.close()
-`)
-	pid := uint32(srv.Process.Pid)
-	port, err := stdout.ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := "127.0.0.1:" + strings.TrimSpace(port)
+	pid, addr := headServer(t, tr)
 	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
 	type request struct {
 		path   string
