@@ -84,11 +84,7 @@ struct {
 static __always_inline bool tls_bio_tied(__u64 sk, __u32 tgid)
 {
 	struct tls_bio_sock *b = bpf_map_lookup_elem(&tls_bio_socks, &sk);
-	if (!b || b->tgid != tgid)
-		return false;
-	struct tls_conn_key k = {.conn = b->conn, .tgid = tgid};
-	__u64 *s = bpf_map_lookup_elem(&tls_socks, &k);
-	return s && *s == sk;
+	return b && b->tgid == tgid && tls_sock_of(b->conn, tgid) == sk;
 }
 
 /* Reads the first TLS_FP_LEN bytes a socket call moved (its first buffer
