@@ -256,6 +256,7 @@ struct tp_scan {
 	__u8 _pad[3];
 };
 
+/* Is there "traceparent:" (any case) at p? */
 static __always_inline bool tp_name_at(const __u8 *p)
 {
 	const char name[] = "traceparent:";
