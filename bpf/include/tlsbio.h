@@ -67,23 +67,17 @@ struct {
  * holds (tls_socks still names the socket for that connection), the
  * socket's records need no fingerprint. Cleared when the socket closes,
  * before its address can name another. */
-struct tls_bio_sock {
-	__u64 conn;
-	__u32 tgid;
-	__u32 _pad;
-};
-
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
 	__type(key, __u64); /* socket */
-	__type(value, struct tls_bio_sock);
+	__type(value, struct tls_conn_key);
 } tls_bio_socks SEC(".maps");
 
 /* Whether socket sk is tied to a live connection of process tgid. */
 static __always_inline bool tls_bio_tied(__u64 sk, __u32 tgid)
 {
-	struct tls_bio_sock *b = bpf_map_lookup_elem(&tls_bio_socks, &sk);
+	struct tls_conn_key *b = bpf_map_lookup_elem(&tls_bio_socks, &sk);
 	return b && b->tgid == tgid && tls_sock_of(b->conn, tgid) == sk;
 }
 
@@ -117,8 +111,7 @@ static __always_inline void tls_bio_tie(__u64 conn, __u32 tgid, __u64 sk)
 	if (cur && *cur == sk)
 		return;
 	bpf_map_update_elem(&tls_socks, &k, &sk, BPF_ANY);
-	struct tls_bio_sock b = {.conn = conn, .tgid = tgid};
-	bpf_map_update_elem(&tls_bio_socks, &sk, &b, BPF_ANY);
+	bpf_map_update_elem(&tls_bio_socks, &sk, &k, BPF_ANY);
 	count(WEFT_STAT_TLS_BIO_LEARNED);
 }
 

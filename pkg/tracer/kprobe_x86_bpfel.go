@@ -248,13 +248,6 @@ type kprobeThreadLink struct {
 	SinceNs uint64
 }
 
-type kprobeTlsBioSock struct {
-	_    structs.HostLayout
-	Conn uint64
-	Tgid uint32
-	Pad  uint32
-}
-
 type kprobeTlsCall struct {
 	_       structs.HostLayout
 	Conn    uint64

@@ -250,13 +250,6 @@ type tpThreadLink struct {
 	SinceNs uint64
 }
 
-type tpTlsBioSock struct {
-	_    structs.HostLayout
-	Conn uint64
-	Tgid uint32
-	Pad  uint32
-}
-
 type tpTlsCall struct {
 	_       structs.HostLayout
 	Conn    uint64
