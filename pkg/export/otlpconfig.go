@@ -149,6 +149,7 @@ func (c OTLPConfig) grpcOptions(tlsCfg *tls.Config, outcome *rpcOutcome) ([]otlp
 	}
 	dial := []grpc.DialOption{
 		grpc.WithChainUnaryInterceptor(outcome.intercept),
+		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(exportCodec{})),
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff: backoff.Config{
 				BaseDelay:  min(time.Second, c.ReconnectMaxDelay),

@@ -1,0 +1,66 @@
+package export
+
+import (
+	"fmt"
+	"sync"
+
+	"google.golang.org/grpc/encoding"
+	grpcproto "google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
+)
+
+// exportCodec is gRPC's proto codec but for the buffer a large message is
+// marshalled into. gRPC's default pool clears the whole capacity of each
+// buffer it hands out, 1 MiB for a batch of a few hundred spans: a tenth
+// of the exporter's CPU at 3000 spans/s. Marshalling writes every byte of
+// the length it returns, so a buffer from dirtyPool needs no clearing.
+type exportCodec struct{}
+
+func (exportCodec) Name() string { return grpcproto.Name }
+
+func (exportCodec) Marshal(v any) (mem.BufferSlice, error) {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return nil, fmt.Errorf("marshal %T: not a protobuf message", v)
+	}
+	size := proto.Size(m)
+	if mem.IsBelowBufferPoolingThreshold(size) {
+		return grpcProtoCodec().Marshal(v)
+	}
+	buf := dirtyPool.Get(size)
+	// UseCachedSize: Size just computed every message's size.
+	out, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend((*buf)[:0], m)
+	if err != nil {
+		dirtyPool.Put(buf)
+		return nil, fmt.Errorf("marshal %T: %w", v, err)
+	}
+	*buf = out
+	return mem.BufferSlice{mem.NewBuffer(buf, dirtyPool)}, nil
+}
+
+func (exportCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	return grpcProtoCodec().Unmarshal(data, v)
+}
+
+// grpcProtoCodec is the codec gRPC registers for protobuf (its package's
+// init, imported above, registers it).
+func grpcProtoCodec() encoding.CodecV2 { return encoding.GetCodecV2(grpcproto.Name) }
+
+// dirtyPool hands out buffers as they were left: every user overwrites
+// the length it asks for.
+var dirtyPool mem.BufferPool = &reusedBuffers{}
+
+type reusedBuffers struct{ pool sync.Pool }
+
+func (p *reusedBuffers) Get(length int) *[]byte {
+	if b, ok := p.pool.Get().(*[]byte); ok && cap(*b) >= length {
+		*b = (*b)[:length]
+		return b
+	}
+	// Too small buffers are dropped: batches grow to a steady size.
+	b := make([]byte, length)
+	return &b
+}
+
+func (p *reusedBuffers) Put(b *[]byte) { p.pool.Put(b) }

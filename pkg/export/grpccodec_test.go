@@ -1,0 +1,55 @@
+package export
+
+import (
+	"bytes"
+	"testing"
+
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
+)
+
+// The codec's bytes are protobuf's, also in a buffer a larger request
+// left behind: batches of every size in turn, each buffer freed (back to
+// the pool) before the next.
+func TestExportCodecMarshalsAsProtobuf(t *testing.T) {
+	enc, err := newSpanEncoder("codec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []queued
+	for len(all) < 600 {
+		for _, s := range goldenSpans() {
+			r, _ := goldenResolver{}.Resolve(s.PID)
+			all = append(all, queued{span: *s, res: r})
+		}
+	}
+	// A zero-filled buffer would hide bytes left unwritten.
+	stale := bytes.Repeat([]byte{0xa5}, 1<<20)
+	dirtyPool.Put(&stale)
+	for _, n := range []int{600, 1, 40, 600, 7, 300} {
+		req := &collectortrace.ExportTraceServiceRequest{ResourceSpans: enc.encode(all[:n])}
+		want, err := proto.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := exportCodec{}.Marshal(req)
+		if err != nil {
+			t.Fatalf("%d spans: %v", n, err)
+		}
+		if got := data.Materialize(); !bytes.Equal(got, want) {
+			t.Fatalf("%d spans: %d bytes differ from protobuf's %d", n, len(got), len(want))
+		}
+		data.Free()
+		var back collectortrace.ExportTraceServiceRequest
+		if err := (exportCodec{}).Unmarshal(mem.BufferSlice{mem.SliceBuffer(want)}, &back); err != nil {
+			t.Fatalf("%d spans: unmarshal: %v", n, err)
+		}
+		if again, _ := proto.Marshal(&back); !bytes.Equal(again, want) {
+			t.Fatalf("%d spans: unmarshalled request differs", n)
+		}
+	}
+	if _, err := (exportCodec{}).Marshal("not a message"); err == nil {
+		t.Fatal("a string was marshalled")
+	}
+}
