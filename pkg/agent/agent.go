@@ -40,6 +40,8 @@ const tick = time.Second
 // Run traces until ctx is cancelled, then flushes what it can and returns.
 func Run(ctx context.Context, cfg config.Config, version string) error {
 	log := slog.With("component", "agent")
+	procs, restoreProcs := limitProcs(cfg.MaxProcs)
+	defer restoreProcs()
 	features := kernel.Probe()
 	path, err := features.ChoosePath(cfg.Probes)
 	if err != nil {
@@ -170,7 +172,7 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 
 	done := make(chan error, 1)
 	go func() { done <- loop.run(ctx, sel.NeedsRescan()) }()
-	log.Info("weft running", "path", path, "select_all", cfg.Select.All(), "sampler", sampler.String())
+	log.Info("weft running", "path", path, "select_all", cfg.Select.All(), "sampler", sampler.String(), "gomaxprocs", procs)
 
 	var statsC <-chan time.Time
 	if cfg.StatsInterval > 0 {

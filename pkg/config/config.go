@@ -81,6 +81,9 @@ type Config struct {
 	// StatsInterval is how often self-metrics are logged; 0 disables.
 	StatsInterval time.Duration `yaml:"stats_interval"`
 	LogLevel      string        `yaml:"log_level"`
+	// MaxProcs caps the CPUs weft's own Go code runs on at once
+	// (GOMAXPROCS, lowered only); 0 leaves the Go runtime's choice.
+	MaxProcs int `yaml:"max_procs"`
 }
 
 // Select says which processes are traced. Criteria add up; none at all
@@ -116,6 +119,7 @@ func Default() Config {
 		RequestTimeout:  2 * time.Minute,
 		StatsInterval:   time.Minute,
 		LogLevel:        "info",
+		MaxProcs:        1,
 		OTLP:            defaultOTLP(),
 		Profile:         defaultProfile(),
 		Sampler:         Sampler{Name: "parentbased_always_on"},
@@ -163,6 +167,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CaptureBytes < 64 || c.CaptureBytes > 4096 {
 		return fmt.Errorf("capture_bytes %d: want 64..4096", c.CaptureBytes)
+	}
+	if c.MaxProcs < 0 {
+		return fmt.Errorf("max_procs %d: want 0 (the Go runtime's choice) or more", c.MaxProcs)
 	}
 	if c.SocketTableSize < 1024 || c.SocketTableSize > 1<<24 {
 		return fmt.Errorf("socket_table_size %d: want 1024..16777216", c.SocketTableSize)

@@ -30,6 +30,7 @@ type Flags struct {
 	metricsAddr  string
 	statsEvery   time.Duration
 	logLevel     string
+	maxProcs     int
 	otlp         otlpFlags
 	profile      profileFlags
 	sampler      samplerFlags
@@ -70,6 +71,7 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve self-metrics on this address, e.g. 127.0.0.1:9464")
 	fs.DurationVar(&f.statsEvery, "stats-interval", d.StatsInterval, "log self-metrics this often (0: never)")
 	fs.StringVar(&f.logLevel, "log-level", d.LogLevel, "debug, info, warn or error")
+	fs.IntVar(&f.maxProcs, "max-procs", d.MaxProcs, "CPUs weft's own Go code runs on at once (GOMAXPROCS, lowered only; 0: the Go runtime's choice)")
 	f.profile.register(fs, d.Profile)
 	f.sampler.register(fs, d.Sampler)
 	f.metrics.register(fs, d.Metrics)
@@ -128,6 +130,8 @@ func (f *Flags) apply(c *Config, fs *flag.FlagSet) error {
 			c.StatsInterval = f.statsEvery
 		case "log-level":
 			c.LogLevel = f.logLevel
+		case "max-procs":
+			c.MaxProcs = f.maxProcs
 		case "route":
 			c.Routes = f.routes
 		default:

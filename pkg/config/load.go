@@ -76,6 +76,7 @@ func applyEnv(c *Config, getenv func(string) string) error {
 	set("WEFT_METRICS_ADDR", func(v string) error { c.MetricsAddr = v; return nil })
 	set("WEFT_STATS_INTERVAL", func(v string) (e error) { c.StatsInterval, e = time.ParseDuration(v); return })
 	set("WEFT_LOG_LEVEL", func(v string) error { c.LogLevel = v; return nil })
+	set("WEFT_MAX_PROCS", func(v string) (e error) { c.MaxProcs, e = strconv.Atoi(v); return })
 	applyProfileEnv(&c.Profile, set)
 	applySamplerEnv(&c.Sampler, set)
 	applyMetricsEnv(&c.Metrics, set)
