@@ -12,9 +12,10 @@ import (
 
 // exportCodec is gRPC's proto codec but for the buffer a large message is
 // marshalled into. gRPC's default pool clears the whole capacity of each
-// buffer it hands out, 1 MiB for a batch of a few hundred spans: a tenth
-// of the exporter's CPU at 3000 spans/s. Marshalling writes every byte of
-// the length it returns, so a buffer from dirtyPool needs no clearing.
+// buffer it hands out, up to 1 MiB for one batch: 38 ns per span of 512
+// against this codec's 10 (BenchmarkMarshalRequest). Marshalling writes
+// every byte of the length it returns, so a buffer from dirtyPool needs
+// no clearing.
 type exportCodec struct{}
 
 func (exportCodec) Name() string { return grpcproto.Name }
