@@ -17,13 +17,7 @@ func TestExportCodecMarshalsAsProtobuf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var all []queued
-	for len(all) < 600 {
-		for _, s := range goldenSpans() {
-			r, _ := goldenResolver{}.Resolve(s.PID)
-			all = append(all, queued{span: *s, res: r})
-		}
-	}
+	all := goldenBatch(600)
 	// A zero-filled buffer would hide bytes left unwritten.
 	stale := bytes.Repeat([]byte{0xa5}, 1<<20)
 	dirtyPool.Put(&stale)
@@ -62,14 +56,7 @@ func BenchmarkMarshalRequest(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var batch []queued
-	for len(batch) < 512 {
-		for _, s := range goldenSpans() {
-			r, _ := goldenResolver{}.Resolve(s.PID)
-			batch = append(batch, queued{span: *s, res: r})
-		}
-	}
-	req := &collectortrace.ExportTraceServiceRequest{ResourceSpans: enc.encode(batch[:512])}
+	req := &collectortrace.ExportTraceServiceRequest{ResourceSpans: enc.encode(goldenBatch(512))}
 	for _, c := range []struct {
 		name  string
 		codec interface {

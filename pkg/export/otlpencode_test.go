@@ -14,15 +14,7 @@ func BenchmarkEncodeBatch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	res := goldenResolver{}
-	batch := make([]queued, 0, 512)
-	for len(batch) < cap(batch) {
-		for _, s := range goldenSpans() {
-			r, _ := res.Resolve(s.PID)
-			batch = append(batch, queued{span: *s, res: r})
-		}
-	}
-	batch = batch[:512]
+	batch := goldenBatch(512)
 	var buf []byte
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -36,4 +28,20 @@ func BenchmarkEncodeBatch(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(batch)), "ns/span")
+}
+
+// goldenBatch is n spans queued for export: the golden spans over and
+// over, each with its resource.
+func goldenBatch(n int) []queued {
+	batch := make([]queued, 0, n)
+	for len(batch) < n {
+		for _, s := range goldenSpans() {
+			if len(batch) == n {
+				break
+			}
+			r, _ := goldenResolver{}.Resolve(s.PID)
+			batch = append(batch, queued{span: *s, res: r})
+		}
+	}
+	return batch
 }
