@@ -66,11 +66,48 @@ func TestValidateRejects(t *testing.T) {
 		"level":   func(c *Config) { c.LogLevel = "loud" },
 		"hooks":   func(c *Config) { c.RuntimeHooks = "maybe" },
 		"tls":     func(c *Config) { c.TLS = "maybe" },
+		"procs":   func(c *Config) { c.MaxProcs = -1 },
 	} {
 		c := Default()
 		mut(&c)
 		if err := c.Validate(); err == nil {
 			t.Errorf("%s: invalid config accepted", name)
+		}
+	}
+}
+
+// max_procs is 1 unless said, and the usual precedence decides it.
+func TestMaxProcsPrecedence(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "weft.yaml")
+	if err := os.WriteFile(path, []byte("max_procs: 2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		file  string
+		env   string
+		flags []string
+		want  int
+	}{
+		{"", "", nil, 1},
+		{path, "", nil, 2},
+		{path, "0", nil, 0},
+		{path, "0", []string{"--max-procs=3"}, 3},
+	} {
+		fs := flag.NewFlagSet("run", flag.ContinueOnError)
+		fl := RegisterFlags(fs)
+		if err := fs.Parse(c.flags); err != nil {
+			t.Fatal(err)
+		}
+		env := map[string]string{}
+		if c.env != "" {
+			env["WEFT_MAX_PROCS"] = c.env
+		}
+		got, err := Load(c.file, func(k string) string { return env[k] }, fs, fl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.MaxProcs != c.want {
+			t.Errorf("file %q, env %q, flags %v: max_procs %d, want %d", c.file, c.env, c.flags, got.MaxProcs, c.want)
 		}
 	}
 }
