@@ -26,12 +26,17 @@ func (exportCodec) Marshal(v any) (mem.BufferSlice, error) {
 		return nil, fmt.Errorf("marshal %T: not a protobuf message", v)
 	}
 	size := proto.Size(m)
+	// UseCachedSize: Size just computed every message's size.
+	marshal := proto.MarshalOptions{UseCachedSize: true}
 	if mem.IsBelowBufferPoolingThreshold(size) {
-		return grpcProtoCodec().Marshal(v)
+		out, err := marshal.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("marshal %T: %w", v, err)
+		}
+		return mem.BufferSlice{mem.SliceBuffer(out)}, nil
 	}
 	buf := dirtyPool.Get(size)
-	// UseCachedSize: Size just computed every message's size.
-	out, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend((*buf)[:0], m)
+	out, err := marshal.MarshalAppend((*buf)[:0], m)
 	if err != nil {
 		dirtyPool.Put(buf)
 		return nil, fmt.Errorf("marshal %T: %w", v, err)
