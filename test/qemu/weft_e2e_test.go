@@ -27,13 +27,16 @@ var (
 		"TestGRPCClientParents", "TestGRPCCalls", "TestTLSGoStackGrowth", "TestTLSGoPlainCall", "TestGRPCCallsTLS")
 )
 
-// testsOnPath is what a guest runs on an attach path: everything on the
-// kprobe path, which only the guests can run; the core on the tracepoint
-// path, which the host's own end-to-end run takes with every test, and on
-// the syscall-tracepoint path, which differs from it only in how the
-// socket programs find a call's buffer.
-func testsOnPath(path string) []string {
-	if path == "kprobe" {
+// guestTestsFor is what a guest runs on a kernel and attach path: every
+// test once on the kprobe path, which only the guests can run, on the
+// newest kernel; the core everywhere else: on 6.1 (whose verifier still
+// loads every program of the path, gRPC's and HTTP/2's included, for
+// each test), on the tracepoint path, which the host's own end-to-end run
+// takes with every test, and on the syscall-tracepoint path, which differs
+// from it only in how the socket programs find a call's buffer. (6.1 with
+// every test ran past the guest's timeout beside test/e2e's JVM suites.)
+func guestTestsFor(release, path string) []string {
+	if path == "kprobe" && !strings.HasPrefix(release, "6.1.") {
 		return guestTests
 	}
 	return guestCoreTests
@@ -105,7 +108,7 @@ func TestWeftEndToEndInGuests(t *testing.T) {
 		}
 		for _, path := range paths {
 			t.Run(k.Release+"/"+path, func(t *testing.T) {
-				tests := testsOnPath(path)
+				tests := guestTestsFor(k.Release, path)
 				res := boot(t, Config{
 					Kernel:    k.Path,
 					Binaries:  bins,
@@ -120,7 +123,10 @@ func TestWeftEndToEndInGuests(t *testing.T) {
 						"HOME=/root",
 					},
 					MemoryMB: 2048,
-					Timeout:  12 * time.Minute,
+					// A hang guard: beside test/e2e's JVM suites
+					// the full list took 8 minutes and 6.1's
+					// the same list past 12.
+					Timeout: 16 * time.Minute,
 				})
 				// Where a guest's time goes, for go test -v.
 				for _, line := range strings.Split(res.CommandOutput, "\n") {
