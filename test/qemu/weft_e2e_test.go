@@ -134,7 +134,6 @@ func TestWeftEndToEndInGuests(t *testing.T) {
 						t.Log(line)
 					}
 				}
-				t.Logf("guest took %s", res.Duration.Round(time.Second))
 				if res.ExitCode != 0 {
 					t.Fatalf("e2e tests failed in the guest (exit %d):\n%s", res.ExitCode, res.CommandOutput)
 				}
