@@ -128,12 +128,6 @@ func TestWeftEndToEndInGuests(t *testing.T) {
 					// the same list past 12.
 					Timeout: 16 * time.Minute,
 				})
-				// Where a guest's time goes, for go test -v.
-				for _, line := range strings.Split(res.CommandOutput, "\n") {
-					if strings.HasPrefix(line, "--- ") {
-						t.Log(line)
-					}
-				}
 				if res.ExitCode != 0 {
 					t.Fatalf("e2e tests failed in the guest (exit %d):\n%s", res.ExitCode, res.CommandOutput)
 				}
