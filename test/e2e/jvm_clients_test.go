@@ -80,6 +80,7 @@ func checkClientParents(t *testing.T, w *weft, rcv *otlptest.Receiver, front jvm
 		if r.wrong != 0 || r.split != 0 || r.right != n*ep.calls {
 			t.Errorf("%s: right %d, wrong %d, split %d of %d calls; spans by service and kind: %v",
 				ep.path, r.right, r.wrong, r.split, n*ep.calls, countByKind(spans))
+			logLossCounters(t, before, m)
 		}
 		// Every split is counted, and nothing else is.
 		if roots != uint64(r.splitClients) {
@@ -232,4 +233,20 @@ func TestJVMHTTP2Cleartext(t *testing.T) {
 			})
 		}
 	}
+}
+
+// logLossCounters logs what weft's counters say became of missing spans
+// between two metrics snapshots: where they were lost, if weft knows.
+func logLossCounters(t *testing.T, before, after map[string]uint64) {
+	t.Helper()
+	var grown []string
+	for _, k := range []string{"events_lost", "events_lost_ringbuf", "events_lost_inflight_full", "payload_unreadable",
+		"socket_table_full", "events_skipped_not_http", "events_skipped_unreadable_call", "conns_not_http",
+		"parse_errors", "requests_timed_out", "requests_unanswered", "responses_unmatched", "conns_evicted",
+		"h2_conns", "h2_conns_lost", "h2_streams_lost", "h2_conns_cut", "h2_conns_table_full",
+		"tls_calls_without_socket", "tls_links_ambiguous", "spans_server", "spans_client", "kernel_events",
+		"correlate_events"} {
+		grown = append(grown, fmt.Sprintf("%s +%d", k, after[k]-before[k]))
+	}
+	t.Logf("counters over the route: %s", strings.Join(grown, ", "))
 }
