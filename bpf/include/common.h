@@ -474,6 +474,13 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 	}
 	if (bpf_ringbuf_output(&events, e, sizeof(*h) + n, wakeup_flags()) < 0) {
 		count(WEFT_STAT_LOST_RINGBUF);
+		/* The walk went past frames user space will never see: its
+		 * framing and HPACK table would go on from the wrong place.
+		 * The connection's next event says it is cut. */
+		if (h2 && !h2->cut) {
+			h2->cut = 1;
+			count(WEFT_STAT_H2_CUT);
+		}
 		return;
 	}
 	count(WEFT_STAT_EVENTS);

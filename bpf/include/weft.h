@@ -68,7 +68,7 @@ enum weft_stat {
 	WEFT_STAT_NOT_HTTP_SKIPPED = 17,   /* data on a socket user space found not to carry HTTP: not copied */
 	WEFT_STAT_CALL_UNREADABLE = 18,    /* socket path: data moved by a call whose buffer it cannot name (sendmmsg, io_uring, splice) */
 	WEFT_STAT_H2_TABLE_FULL = 19, /* an HTTP/2 connection found no room in h2_conns: not followed */
-	WEFT_STAT_H2_CUT = 20,        /* an HTTP/2 connection's copy lost its framing (over 4 KiB of headers in a call) */
+	WEFT_STAT_H2_CUT = 20,        /* an HTTP/2 connection's copy lost its framing (over 4 KiB of headers in a call, or an event the full ring buffer dropped) */
 	WEFT_STAT_TLS_NO_SOCK = 21,   /* TLS plaintext whose socket no nested call showed: not reported */
 	WEFT_STAT_TLS_LINK_AMBIGUOUS = 22, /* TLS request read while its client had sent another: no link to it */
 	WEFT_STAT_TLS_BIO_LEARNED = 23, /* a memory-BIO TLS connection tied to its socket by its ciphertext (tlsbio.h) */

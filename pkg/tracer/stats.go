@@ -34,7 +34,8 @@ type Stats struct {
 	// H2TableFull: HTTP/2 connections not followed, h2_conns was full.
 	H2TableFull uint64
 	// H2Cut: HTTP/2 connections whose copy lost the framing (a call with
-	// more header bytes than an event holds).
+	// more header bytes than an event holds, or an event the full ring
+	// buffer dropped).
 	H2Cut uint64
 	// TLSNoSocket: TLS reads and writes whose socket no nested socket
 	// call showed (their plaintext is not reported).

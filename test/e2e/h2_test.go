@@ -83,6 +83,12 @@ func startWaiting(t *testing.T, cmd *exec.Cmd) *goClient {
 func (c *goClient) run(t *testing.T) {
 	t.Helper()
 	c.stdin.Write([]byte("go\n"))
+	c.wait(t)
+}
+
+// wait waits for a client let go to succeed.
+func (c *goClient) wait(t *testing.T) {
+	t.Helper()
 	select {
 	case <-c.done:
 	case <-time.After(60 * time.Second):

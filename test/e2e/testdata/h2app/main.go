@@ -29,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -44,11 +45,12 @@ import (
 )
 
 func main() {
-	mode := flag.String("mode", "", "h2c-server, h2c-upgrade-server, h2c-client, https-server, https-client, grpc-server, grpc-client, grpc-load, h2-front, grpc-front, raw-front or tls-deep-client")
+	mode := flag.String("mode", "", "h2c-server, h2c-upgrade-server, h2c-client, h2c-steady, https-server, https-client, grpc-server, grpc-client, grpc-load, h2-front, grpc-front, raw-front or tls-deep-client")
 	addr := flag.String("addr", "", "server address (clients; h2-front, grpc-front: its backend)")
 	n := flag.Int("n", 100, "requests (clients)")
 	h1 := flag.Bool("http1", false, "https-client: HTTP/1.1 only (else HTTP/2)")
 	useTLS := flag.Bool("tls", false, "grpc-server, grpc-client, h2-front, grpc-front: over TLS; raw-front: serving HTTPS/1.1")
+	runFor := flag.Duration("for", 10*time.Second, "h2c-steady: how long to send")
 	certOut := flag.String("cert-out", "", "grpc-server -tls: write the server's certificate (PEM) there, for clients to trust")
 	flag.Parse()
 	var err error
@@ -60,6 +62,9 @@ func main() {
 	case "h2c-client":
 		waitGo()
 		err = h2cClient(*addr, *n)
+	case "h2c-steady":
+		waitGo()
+		err = h2cSteady(*addr, *runFor)
 	case "https-server":
 		err = httpsServer()
 	case "https-client":
@@ -179,6 +184,33 @@ func h2cClient(addr string, n int) error {
 		return err
 	}
 	fmt.Println("ok")
+	return nil
+}
+
+// h2cSteady sends requests over one prior-knowledge h2c connection, 32
+// at a time, for d: request k asks for /req/(k mod 500), so that paths
+// keep entering the HPACK tables and a table out of step names the wrong
+// one. It prints how many it sent.
+func h2cSteady(addr string, d time.Duration) error {
+	var protos http.Protocols
+	protos.SetUnencryptedHTTP2(true)
+	tr := &http.Transport{Protocols: &protos, MaxConnsPerHost: 1}
+	c := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	var sent atomic.Int64
+	deadline := time.Now().Add(d)
+	err := concurrently(0, 32, func(int) error {
+		for time.Now().Before(deadline) {
+			i := int(sent.Add(1)-1) % 500
+			if err := fetch(c, fmt.Sprintf("http://%s/req/%d", addr, i), i, 2); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Println("ok", sent.Load())
 	return nil
 }
 
