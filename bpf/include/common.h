@@ -101,6 +101,11 @@ struct {
  * and with it that socket's close, unseen. User space sets the size. */
 #define SOCK_TRACKED 1
 #define SOCK_RESET_BY_PEER 2
+/* Data events of the socket (its bytes, or its TLS plaintext) that the
+ * full ring buffer dropped since the last one user space got: the next
+ * says so (event_header.gap). */
+#define SOCK_GAP 4
+#define SOCK_GAP_TLS 8
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
@@ -108,15 +113,20 @@ struct {
 	__type(value, __u8);
 } tracked_socks SEC(".maps");
 
+static __always_inline void track_new_sock(__u64 sk)
+{
+	__u8 one = SOCK_TRACKED;
+	if (bpf_map_update_elem(&tracked_socks, &sk, &one, BPF_NOEXIST) == -7 /* E2BIG */)
+		count(WEFT_STAT_SOCK_TABLE_FULL);
+}
+
 /* Tracks sk for its close. Looked up first: a lookup takes no lock, and
  * almost every call is on a socket tracked already. */
 static __always_inline void track_sock(__u64 sk)
 {
 	if (bpf_map_lookup_elem(&tracked_socks, &sk))
 		return;
-	__u8 one = SOCK_TRACKED;
-	if (bpf_map_update_elem(&tracked_socks, &sk, &one, BPF_NOEXIST) == -7 /* E2BIG */)
-		count(WEFT_STAT_SOCK_TABLE_FULL);
+	track_new_sock(sk);
 }
 
 /* Sockets user space found to carry another protocol than HTTP/1.x:
@@ -472,8 +482,19 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 	} else if (dir == WEFT_DIR_EGRESS) {
 		h2_stream_parent(h);
 	}
+	/* The lookup track_sock would make, made before the output: the
+	 * event says whether the socket's stream lost events before it. */
+	__u64 skey = (__u64)sk;
+	__u8 gap_bit = tls ? SOCK_GAP_TLS : SOCK_GAP;
+	__u8 *tracked = bpf_map_lookup_elem(&tracked_socks, &skey);
+	h->gap = tracked && (*tracked & gap_bit);
 	if (bpf_ringbuf_output(&events, e, sizeof(*h) + n, wakeup_flags()) < 0) {
 		count(WEFT_STAT_LOST_RINGBUF);
+		/* User space would pair what follows with what it saw before
+		 * (a response with another request). Not atomic: a reset
+		 * noted at the same instant may be lost, a gap is not. */
+		if (tracked)
+			*tracked |= gap_bit;
 		/* The walk went past frames user space will never see: its
 		 * framing and HPACK table would go on from the wrong place.
 		 * The connection's next event says it is cut. */
@@ -484,13 +505,16 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 		return;
 	}
 	count(WEFT_STAT_EVENTS);
-	track_sock((__u64)sk);
+	if (!tracked)
+		track_new_sock(skey);
+	else if (h->gap)
+		*tracked &= ~gap_bit;
 }
 
 /* wake: BPF_RB_FORCE_WAKEUP for what user space must act on at once
  * (an exec it may select), else wakeup_flags(). */
-static __always_inline void emit_small(__u8 kind, __u64 sock_id, __u32 pid, __u32 tid, __u8 dir, __u32 bytes,
-				       __u64 wake)
+static __always_inline void emit_small_gap(__u8 kind, __u64 sock_id, __u32 pid, __u32 tid, __u8 dir, __u32 bytes,
+					   __u64 wake, __u8 gap)
 {
 	struct event_header *h = bpf_ringbuf_reserve(&events, sizeof(*h), 0);
 	if (!h) {
@@ -506,8 +530,15 @@ static __always_inline void emit_small(__u8 kind, __u64 sock_id, __u32 pid, __u3
 	h->kind = kind;
 	h->dir = dir;
 	h->bytes = bytes;
+	h->gap = gap;
 	bpf_ringbuf_submit(h, wake);
 	count(WEFT_STAT_EVENTS);
+}
+
+static __always_inline void emit_small(__u8 kind, __u64 sock_id, __u32 pid, __u32 tid, __u8 dir, __u32 bytes,
+				       __u64 wake)
+{
+	emit_small_gap(kind, sock_id, pid, tid, dir, bytes, wake, 0);
 }
 
 /* ---- Process life cycle: shared by both paths (tracepoints exist everywhere). */
@@ -627,12 +658,14 @@ int weft_sock_state(struct trace_event_raw_inet_sock_set_state *ctx)
 	/* The kernel also "receives a reset" (tcp_reset) to abort a socket
 	 * closed here that gets data (FIN_WAIT*): only an established one was
 	 * reset by the peer. */
-	bool by_peer = (*v == SOCK_RESET_BY_PEER && ctx->oldstate == TCP_ESTABLISHED) ||
+	bool by_peer = ((*v & SOCK_RESET_BY_PEER) && ctx->oldstate == TCP_ESTABLISHED) ||
 		       ctx->oldstate == TCP_CLOSE_WAIT || ctx->oldstate == TCP_LAST_ACK;
 	/* Received but never read: copied_seq stops short of rcv_nxt, whose
 	 * last step is the peer's FIN once one came (and was not read). */
 	struct tcp_sock *tp = (struct tcp_sock *)ctx->skaddr;
 	__u32 unread = BPF_CORE_READ(tp, rcv_nxt) - BPF_CORE_READ(tp, copied_seq);
+	/* Events lost before the close: what was in flight cannot be ended. */
+	__u8 gap = (*v & SOCK_GAP ? 1 : 0) | (*v & SOCK_GAP_TLS ? 2 : 0);
 	if (unread && (ctx->oldstate == TCP_CLOSE_WAIT || ctx->oldstate == TCP_LAST_ACK))
 		unread--;
 	bpf_map_delete_elem(&tracked_socks, &id);
@@ -643,7 +676,7 @@ int weft_sock_state(struct trace_event_raw_inet_sock_set_state *ctx)
 	bpf_map_delete_elem(&tls_bio_socks, &id);
 	h2_forget(plain);
 	serving_closed(id);
-	emit_small(WEFT_EV_CLOSE, id, 0, 0, by_peer ? WEFT_DIR_INGRESS : WEFT_DIR_EGRESS, unread, wakeup_flags());
+	emit_small_gap(WEFT_EV_CLOSE, id, 0, 0, by_peer ? WEFT_DIR_INGRESS : WEFT_DIR_EGRESS, unread, wakeup_flags(), gap);
 	return 0;
 }
 
@@ -654,7 +687,7 @@ int BPF_PROG(weft_sock_reset, struct sock *sk)
 	__u64 id = (__u64)sk;
 	__u8 *v = bpf_map_lookup_elem(&tracked_socks, &id);
 	if (v)
-		*v = SOCK_RESET_BY_PEER;
+		*v |= SOCK_RESET_BY_PEER;
 	return 0;
 }
 

@@ -103,7 +103,11 @@ struct event_header {
 	 * order after span_id (same trace and parent). */
 	__u8 more_span_ids[3][8];
 	__u8 n_more;
-	__u8 _pad2[3];
+	/* A data event: events of its stream were lost before it (the ring
+	 * buffer was full). A close: bit 0 the socket's, bit 1 its TLS
+	 * plaintext's. */
+	__u8 gap;
+	__u8 _pad2[2];
 	__u32 h2_stream; /* WEFT_CTX_H2_STREAM and WEFT_EV_H2_CLAIM: the stream */
 	/* The goroutine that wrote an HTTP/2 segment of a Go process, or that
 	 * a WEFT_EV_H2_CLAIM names; 0 otherwise. */

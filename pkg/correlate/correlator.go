@@ -91,6 +91,9 @@ type Stats struct {
 	H2Conns       atomic.Uint64 // connections followed as HTTP/2
 	H2Lost        atomic.Uint64 // HTTP/2 connections no longer followed (framing or HPACK state lost)
 	H2StreamsLost atomic.Uint64 // streams open on those: no span
+	// LostInGap: requests in flight on a connection when the full ring
+	// buffer dropped some of its events: no span (gap.go).
+	LostInGap atomic.Uint64
 	// H2ClaimsUnmatched: writes that carried a client stream's parent but
 	// did not open that stream, and claims of a stream whose write never
 	// came (or found the claims table full): such a stream starts a trace
@@ -123,6 +126,7 @@ func (s *Stats) Snapshot() map[string]uint64 {
 		"h2_conns":                   s.H2Conns.Load(),
 		"h2_conns_lost":              s.H2Lost.Load(),
 		"h2_streams_lost":            s.H2StreamsLost.Load(),
+		"requests_lost_gap":          s.LostInGap.Load(),
 		"h2_parents_unmatched":       s.H2ClaimsUnmatched.Load(),
 		"h2_streams_linked":          s.H2Linked.Load(),
 	}
@@ -289,6 +293,9 @@ func (c *Correlator) Handle(ev *event.Event) {
 		// The socket's bytes and, over TLS, its plaintext.
 		for _, id := range []uint64{ev.ConnID, event.TLSConn(ev.ConnID)} {
 			if cn, ok := c.conns.Peek(id); ok {
+				if ev.Gap&gapOf(ev, id) != 0 {
+					c.lostEvents(cn, ev.Time)
+				}
 				if ev.Bytes > 0 {
 					// It left bytes unread: it stopped reading, whoever
 					// closed first.
@@ -335,6 +342,9 @@ func (c *Correlator) data(ev *event.Event) {
 		c.conns.Add(ev.ConnID, cn)
 	}
 	cn.lastTS = ev.Time
+	if ev.Gap != 0 {
+		c.lostEvents(cn, ev.Time)
+	}
 	if cn.upgraded != nil && ev.Capture == event.CapturePrefix && ev.Dir == requestDir(cn.upgraded) {
 		c.endUpgrade(cn) // the requester went on without HTTP/2's preface
 	}

@@ -105,7 +105,19 @@ type Event struct {
 	// TLS: Payload is the plaintext a TLS library read or wrote on the
 	// socket, not its bytes on the wire.
 	TLS bool
+	// Gap says that the full ring buffer dropped data events before this
+	// one: of its stream (a data event), of the socket's bytes or TLS
+	// plaintext (a close).
+	Gap Gap
 }
+
+// Gap names the streams of a socket that lost data events.
+type Gap uint8
+
+const (
+	GapSocket Gap = 1 // the socket's bytes
+	GapTLS    Gap = 2 // its TLS plaintext
+)
 
 // TLSConn is the ConnID of the plaintext of socket id's TLS connection:
 // socket addresses are aligned, so the low bit is free (the kernel's

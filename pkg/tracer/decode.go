@@ -48,8 +48,12 @@ func Decode(raw []byte, ev *event.Event) error {
 		H2Stream:   h.H2Stream,
 		Goroutine:  h.Goid,
 	}
+	ev.Gap = event.Gap(h.Gap)
 	if ev.TLS {
 		ev.ConnID = event.TLSConn(ev.ConnID)
+		if ev.Gap != 0 {
+			ev.Gap = event.GapTLS
+		}
 	}
 	if n := int(min(h.N_more, uint8(len(h.MoreSpanIds)))); n > 0 {
 		ev.MoreSpanIDs = h.MoreSpanIds[:n]

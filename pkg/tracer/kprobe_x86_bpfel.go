@@ -65,7 +65,8 @@ type kprobeEventHeader struct {
 	ParentId    [8]uint8
 	MoreSpanIds [3][8]uint8
 	N_more      uint8
-	Pad2        [3]uint8
+	Gap         uint8
+	Pad2        [2]uint8
 	H2Stream    uint32
 	Goid        uint64
 }

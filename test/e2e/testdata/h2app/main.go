@@ -45,12 +45,13 @@ import (
 )
 
 func main() {
-	mode := flag.String("mode", "", "h2c-server, h2c-upgrade-server, h2c-client, h2c-steady, https-server, https-client, grpc-server, grpc-client, grpc-load, h2-front, grpc-front, raw-front or tls-deep-client")
+	mode := flag.String("mode", "", "h2c-server, h2c-upgrade-server, h2c-client, steady, https-server, https-client, grpc-server, grpc-client, grpc-load, h2-front, grpc-front, raw-front or tls-deep-client")
 	addr := flag.String("addr", "", "server address (clients; h2-front, grpc-front: its backend)")
 	n := flag.Int("n", 100, "requests (clients)")
-	h1 := flag.Bool("http1", false, "https-client: HTTP/1.1 only (else HTTP/2)")
+	h1 := flag.Bool("http1", false, "https-client, steady: HTTP/1.1 only (else HTTP/2)")
 	useTLS := flag.Bool("tls", false, "grpc-server, grpc-client, h2-front, grpc-front: over TLS; raw-front: serving HTTPS/1.1")
-	runFor := flag.Duration("for", 10*time.Second, "h2c-steady: how long to send")
+	runFor := flag.Duration("for", 10*time.Second, "steady: how long to send")
+	paths := flag.Int("paths", 500, "steady: how many paths request numbers cycle through")
 	certOut := flag.String("cert-out", "", "grpc-server -tls: write the server's certificate (PEM) there, for clients to trust")
 	flag.Parse()
 	var err error
@@ -62,9 +63,9 @@ func main() {
 	case "h2c-client":
 		waitGo()
 		err = h2cClient(*addr, *n)
-	case "h2c-steady":
+	case "steady":
 		waitGo()
-		err = h2cSteady(*addr, *runFor)
+		err = steady(*addr, *runFor, *h1, *paths)
 	case "https-server":
 		err = httpsServer()
 	case "https-client":
@@ -144,6 +145,7 @@ func h2cServer(upgrade bool) error {
 	fmt.Println(ln.Addr())
 	var protos http.Protocols
 	protos.SetUnencryptedHTTP2(true)
+	protos.SetHTTP1(true) // steady -http1's
 	srv := &http.Server{Protocols: &protos, Handler: answer}
 	if upgrade {
 		srv = &http.Server{Handler: h2c.NewHandler(answer, &http2.Server{})}
@@ -187,21 +189,27 @@ func h2cClient(addr string, n int) error {
 	return nil
 }
 
-// h2cSteady sends requests over one prior-knowledge h2c connection, 32
-// at a time, for d: request k asks for /req/(k mod 500), so that paths
-// keep entering the HPACK tables and a table out of step names the wrong
-// one. It prints how many it sent.
-func h2cSteady(addr string, d time.Duration) error {
+// steady sends requests 32 at a time for d, over one prior-knowledge h2c
+// connection, or with http1 over 32 kept-alive HTTP/1.1 connections.
+// Request k asks for /req/(k mod paths): with more paths than an HPACK
+// table holds, paths keep entering the tables, so a table out of step
+// names the wrong one. It prints how many it sent.
+func steady(addr string, d time.Duration, http1 bool, paths int) error {
 	var protos http.Protocols
-	protos.SetUnencryptedHTTP2(true)
+	protos.SetUnencryptedHTTP2(!http1)
+	protos.SetHTTP1(http1)
 	tr := &http.Transport{Protocols: &protos, MaxConnsPerHost: 1}
+	major := 2
+	if http1 {
+		tr.MaxConnsPerHost, tr.MaxIdleConnsPerHost, major = 32, 32, 1
+	}
 	c := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	var sent atomic.Int64
 	deadline := time.Now().Add(d)
 	err := concurrently(0, 32, func(int) error {
 		for time.Now().Before(deadline) {
-			i := int(sent.Add(1)-1) % 500
-			if err := fetch(c, fmt.Sprintf("http://%s/req/%d", addr, i), i, 2); err != nil {
+			i := int(sent.Add(1)-1) % paths
+			if err := fetch(c, fmt.Sprintf("http://%s/req/%d", addr, i), i, major); err != nil {
 				return err
 			}
 		}
