@@ -79,7 +79,7 @@ static __always_inline int enter(void *map, struct sock *sk, struct msghdr *msg,
 		return 0;
 	f.sk = (__u64)sk;
 	if (bpf_map_update_elem(map, &pid_tgid, &f, BPF_ANY) < 0)
-		count(WEFT_STAT_LOST_STASH);
+		count_drop(WEFT_STAT_LOST_STASH);
 	return 0;
 }
 

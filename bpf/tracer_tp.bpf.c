@@ -49,7 +49,7 @@ static __always_inline int enter(__u8 kind, __u64 ptr, __u32 iovcnt)
 	f.buf.iovcnt = iovcnt;
 	f.kind = kind;
 	if (bpf_map_update_elem(&inflight_calls, &pid_tgid, &f, BPF_ANY) < 0)
-		count(WEFT_STAT_LOST_STASH);
+		count_drop(WEFT_STAT_LOST_STASH);
 	return 0;
 }
 

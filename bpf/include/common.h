@@ -489,7 +489,7 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 	__u8 *tracked = bpf_map_lookup_elem(&tracked_socks, &skey);
 	h->gap = tracked && (*tracked & gap_bit);
 	if (bpf_ringbuf_output(&events, e, sizeof(*h) + n, wakeup_flags()) < 0) {
-		count(WEFT_STAT_LOST_RINGBUF);
+		count_drop(WEFT_STAT_LOST_RINGBUF);
 		/* User space would pair what follows with what it saw before
 		 * (a response with another request). Not atomic: a reset
 		 * noted at the same instant may be lost, a gap is not. */
@@ -518,7 +518,7 @@ static __always_inline void emit_small_gap(__u8 kind, __u64 sock_id, __u32 pid, 
 {
 	struct event_header *h = bpf_ringbuf_reserve(&events, sizeof(*h), 0);
 	if (!h) {
-		count(WEFT_STAT_LOST_RINGBUF);
+		count_drop(WEFT_STAT_LOST_RINGBUF);
 		return;
 	}
 	__builtin_memset(h, 0, sizeof(*h));

@@ -65,7 +65,7 @@ static __always_inline void emit_h2_claim(__u32 tgid, __u64 writer, __u32 stream
 {
 	struct event_header *h = bpf_ringbuf_reserve(&events, sizeof(*h), 0);
 	if (!h) {
-		count(WEFT_STAT_LOST_RINGBUF);
+		count_drop(WEFT_STAT_LOST_RINGBUF);
 		return;
 	}
 	__builtin_memset(h, 0, sizeof(*h));

@@ -20,4 +20,25 @@ static __always_inline void count(__u32 stat)
 		*v += 1;
 }
 
+/* When the kernel last dropped an event (bpf_ktime_get_ns): a request
+ * begun before it and never answered may have had its answer, or its
+ * connection's close, among the drops. User space counts such a request
+ * as lost rather than end it as an error. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} last_drop SEC(".maps");
+
+/* Counts an event dropped (stat) and notes when. */
+static __always_inline void count_drop(__u32 stat)
+{
+	count(stat);
+	__u32 zero = 0;
+	__u64 *t = bpf_map_lookup_elem(&last_drop, &zero);
+	if (t)
+		*t = bpf_ktime_get_ns();
+}
+
 #endif

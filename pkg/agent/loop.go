@@ -88,6 +88,7 @@ func (l *loop) run(ctx context.Context, rescan bool) error {
 		}
 		next = now.Add(tick)
 		l.clock.Refresh()
+		l.noteLost()
 		l.corr.Expire(correlate.Monotonic())
 		if rescan && time.Since(lastRescan) >= 2*time.Second {
 			_ = l.sel.Sync()
@@ -121,6 +122,7 @@ func (l *loop) handle(ev *event.Event) {
 		l.tr.AgentLoaded(ev.PID)
 		return
 	case event.KindExit:
+		l.noteLost() // before the exit ends what its connections had pending
 		delete(l.seen, ev.PID)
 		l.tr.ProcessGone(ev.PID)
 		if l.onGone != nil {
@@ -129,6 +131,15 @@ func (l *loop) handle(ev *event.Event) {
 		l.sel.OnExit(int(ev.PID))
 	}
 	l.corr.Handle(ev)
+}
+
+// noteLost tells the correlator when the kernel last dropped an event, so
+// that it does not end as errors requests whose answers may be among the
+// drops.
+func (l *loop) noteLost() {
+	if ts, err := l.tr.LastDrop(); err == nil {
+		l.corr.DroppedAt(ts)
+	}
 }
 
 func (l *loop) snapshot() map[string]uint64 {

@@ -235,6 +235,9 @@ type Correlator struct {
 	opts  Options
 	emit  func(*spans.Span)
 	conns *simplelru.LRU[uint64, *conn]
+	// lastDrop is when the kernel last dropped an event, as last told
+	// (DroppedAt).
+	lastDrop uint64
 	// h2links: HTTP/2 client connections' streams, for the server's end
 	// on this host (h2link.go).
 	h2links map[h2linkKey]*h2linkTable
@@ -321,6 +324,13 @@ func (c *Correlator) Handle(ev *event.Event) {
 
 func (c *Correlator) data(ev *event.Event) {
 	cn, ok := c.conns.Get(ev.ConnID)
+	if ok && ev.Local.IsValid() && (ev.Local != cn.local || ev.Remote != cn.remote) {
+		// Another socket at the address of one whose close the full ring
+		// buffer dropped: what that one had in flight cannot be ended.
+		c.lostEvents(cn, ev.Time)
+		c.drop(ev.ConnID)
+		ok = false
+	}
 	if ok && cn.pid != ev.PID {
 		// The socket moved to another process, or its address was reused
 		// after a close weft missed: start afresh.
@@ -733,6 +743,9 @@ func (c *Correlator) finishUnread(q *[]*exchange, m *httpparse.Message) {
 func (c *Correlator) abandon(cn *conn, ts uint64, why string) {
 	for _, q := range []*[]*exchange{&cn.server, &cn.client} {
 		for _, ex := range *q {
+			if c.lostSince(ex) {
+				continue
+			}
 			c.stats.Unanswered.Add(1)
 			ex.endAt(ts)
 			ex.span.ErrorType = why
@@ -766,6 +779,9 @@ func (c *Correlator) Expire(now uint64) {
 		for _, q := range []*[]*exchange{&cn.server, &cn.client} {
 			for len(*q) > 0 && now > (*q)[0].lastTS+timeout {
 				ex := popOldest(q)
+				if c.lostSince(ex) {
+					continue
+				}
 				c.stats.Timeouts.Add(1)
 				ex.endAt(now)
 				ex.span.ErrorType = "timeout"

@@ -55,6 +55,27 @@ func (c *Correlator) lostEvents(cn *conn, ts uint64) {
 	c.stats.LostInGap.Add(lost)
 }
 
+// DroppedAt tells the correlator when (kernel time, as event times) the
+// kernel last dropped an event it could not deliver: the ring buffer was
+// full. Called before the correlator ends requests that got no answer (at
+// an exit, before each tick's timeouts).
+func (c *Correlator) DroppedAt(ts uint64) { c.lastDrop = ts }
+
+// lostSince reports, and counts, a request that got no answer and began
+// before the kernel last dropped an event: its answer, or its
+// connection's close, may be among the drops (a dropped close leaves its
+// socket nothing to carry a gap), so a timeout or an error would be a
+// guess. Its exchange is recycled. The order in which user space reads
+// events does not matter: both times are the kernel's.
+func (c *Correlator) lostSince(ex *exchange) bool {
+	if c.lastDrop <= ex.startTS {
+		return false
+	}
+	c.stats.LostInGap.Add(1)
+	c.recycle(ex)
+	return true
+}
+
 // gapOf is the bit of a close event's Gap that names conn id's stream.
 func gapOf(closed *event.Event, id uint64) event.Gap {
 	if id == closed.ConnID {

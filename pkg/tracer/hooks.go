@@ -196,6 +196,7 @@ type objects struct {
 	ClientSocks  *ebpf.Map     `ebpf:"client_socks"`
 	EagainRetry  *ebpf.Map     `ebpf:"eagain_retry"`
 	Events       *ebpf.Map     `ebpf:"events"`
+	LastDrop     *ebpf.Map     `ebpf:"last_drop"`
 	NotHTTPSocks *ebpf.Map     `ebpf:"not_http_socks"`
 	PidFilter    *ebpf.Map     `ebpf:"pid_filter"`
 	ProcMode     *ebpf.Map     `ebpf:"proc_mode"`
@@ -290,7 +291,7 @@ func dropTLSVariant(spec *ebpf.CollectionSpec) {
 }
 
 func (o *objects) Close() error {
-	return closeAll(o.CgroupFilter, o.ClientSocks, o.EagainRetry, o.Events, o.NotHTTPSocks, o.PidFilter,
+	return closeAll(o.CgroupFilter, o.ClientSocks, o.EagainRetry, o.Events, o.LastDrop, o.NotHTTPSocks, o.PidFilter,
 		o.ProcMode, o.Samples, o.SamplesBegun, o.Stats, o.TracesCtx, o.Sample)
 }
 

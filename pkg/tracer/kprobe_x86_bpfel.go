@@ -317,6 +317,7 @@ const (
 	kprobeMapInjectScratch           = "inject_scratch"
 	kprobeMapJvmTlsScratch           = "jvm_tls_scratch"
 	kprobeMapKeyLoad                 = "key_load"
+	kprobeMapLastDrop                = "last_drop"
 	kprobeMapNgxConnecting           = "ngx_connecting"
 	kprobeMapNgxUpstreamFor          = "ngx_upstream_for"
 	kprobeMapNotHttpSocks            = "not_http_socks"
@@ -515,6 +516,7 @@ type kprobeMapSpecs struct {
 	InjectScratch   *ebpf.MapSpec `ebpf:"inject_scratch"`
 	JvmTlsScratch   *ebpf.MapSpec `ebpf:"jvm_tls_scratch"`
 	KeyLoad         *ebpf.MapSpec `ebpf:"key_load"`
+	LastDrop        *ebpf.MapSpec `ebpf:"last_drop"`
 	NgxConnecting   *ebpf.MapSpec `ebpf:"ngx_connecting"`
 	NgxUpstreamFor  *ebpf.MapSpec `ebpf:"ngx_upstream_for"`
 	NotHttpSocks    *ebpf.MapSpec `ebpf:"not_http_socks"`
@@ -611,6 +613,7 @@ type kprobeMaps struct {
 	InjectScratch   *ebpf.Map `ebpf:"inject_scratch"`
 	JvmTlsScratch   *ebpf.Map `ebpf:"jvm_tls_scratch"`
 	KeyLoad         *ebpf.Map `ebpf:"key_load"`
+	LastDrop        *ebpf.Map `ebpf:"last_drop"`
 	NgxConnecting   *ebpf.Map `ebpf:"ngx_connecting"`
 	NgxUpstreamFor  *ebpf.Map `ebpf:"ngx_upstream_for"`
 	NotHttpSocks    *ebpf.Map `ebpf:"not_http_socks"`
@@ -665,6 +668,7 @@ func (m *kprobeMaps) Close() error {
 		m.InjectScratch,
 		m.JvmTlsScratch,
 		m.KeyLoad,
+		m.LastDrop,
 		m.NgxConnecting,
 		m.NgxUpstreamFor,
 		m.NotHttpSocks,

@@ -52,20 +52,33 @@ type Stats struct {
 // samples not included: see LostSamples).
 func (s Stats) Lost() uint64 { return s.LostRingbuf + s.LostStash }
 
+// stat reads one counter, summed over the CPUs.
+func (t *Tracer) stat(i tpWeftStat) (uint64, error) {
+	var per []uint64
+	if err := t.objs.Stats.Lookup(uint32(i), &per); err != nil {
+		return 0, fmt.Errorf("read stat %d: %w", i, err)
+	}
+	var n uint64
+	for _, v := range per {
+		n += v
+	}
+	return n, nil
+}
+
+// LastDrop is when the kernel last dropped an event (its monotonic
+// clock, as event times), 0 if never: one lookup, cheap enough for every
+// exit and tick.
+func (t *Tracer) LastDrop() (uint64, error) {
+	var ts uint64
+	if err := t.objs.LastDrop.Lookup(uint32(0), &ts); err != nil {
+		return 0, fmt.Errorf("read last_drop: %w", err)
+	}
+	return ts, nil
+}
+
 // Stats reads the counters.
 func (t *Tracer) Stats() (Stats, error) {
-	m := t.objs.Stats
-	sum := func(i tpWeftStat) (uint64, error) {
-		var per []uint64
-		if err := m.Lookup(uint32(i), &per); err != nil {
-			return 0, fmt.Errorf("read stat %d: %w", i, err)
-		}
-		var n uint64
-		for _, v := range per {
-			n += v
-		}
-		return n, nil
-	}
+	sum := t.stat
 	var s Stats
 	var err error
 	for _, f := range []struct {

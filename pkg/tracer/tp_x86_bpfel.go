@@ -395,6 +395,7 @@ const (
 	tpMapInjectScratch           = "inject_scratch"
 	tpMapJvmTlsScratch           = "jvm_tls_scratch"
 	tpMapKeyLoad                 = "key_load"
+	tpMapLastDrop                = "last_drop"
 	tpMapNgxConnecting           = "ngx_connecting"
 	tpMapNgxUpstreamFor          = "ngx_upstream_for"
 	tpMapNotHttpSocks            = "not_http_socks"
@@ -621,6 +622,7 @@ type tpMapSpecs struct {
 	InjectScratch  *ebpf.MapSpec `ebpf:"inject_scratch"`
 	JvmTlsScratch  *ebpf.MapSpec `ebpf:"jvm_tls_scratch"`
 	KeyLoad        *ebpf.MapSpec `ebpf:"key_load"`
+	LastDrop       *ebpf.MapSpec `ebpf:"last_drop"`
 	NgxConnecting  *ebpf.MapSpec `ebpf:"ngx_connecting"`
 	NgxUpstreamFor *ebpf.MapSpec `ebpf:"ngx_upstream_for"`
 	NotHttpSocks   *ebpf.MapSpec `ebpf:"not_http_socks"`
@@ -715,6 +717,7 @@ type tpMaps struct {
 	InjectScratch  *ebpf.Map `ebpf:"inject_scratch"`
 	JvmTlsScratch  *ebpf.Map `ebpf:"jvm_tls_scratch"`
 	KeyLoad        *ebpf.Map `ebpf:"key_load"`
+	LastDrop       *ebpf.Map `ebpf:"last_drop"`
 	NgxConnecting  *ebpf.Map `ebpf:"ngx_connecting"`
 	NgxUpstreamFor *ebpf.Map `ebpf:"ngx_upstream_for"`
 	NotHttpSocks   *ebpf.Map `ebpf:"not_http_socks"`
@@ -767,6 +770,7 @@ func (m *tpMaps) Close() error {
 		m.InjectScratch,
 		m.JvmTlsScratch,
 		m.KeyLoad,
+		m.LastDrop,
 		m.NgxConnecting,
 		m.NgxUpstreamFor,
 		m.NotHttpSocks,

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/weftdev/weft/pkg/export/otlptest"
@@ -21,8 +22,8 @@ import (
 // worse than none. weft must resynchronise or cut such a connection
 // (counted) and export only spans that are their own request's.
 //
-// weft is stopped (SIGSTOP) while traffic goes on, long enough for the
-// ring to overflow, then let go while the same connections go on. Request
+// weft is stopped (SIGSTOP) while traffic goes on, until the ring has
+// overflowed for a second, then let go while the same connections go on. Request
 // k asks for /req/(k mod paths), whose status and body size h2app derives
 // from the path: a span decoded out of step shows. (HTTP/2: 500 paths,
 // more than the HPACK tables hold; HTTP/1.1: 50, whose bodies are under
@@ -48,25 +49,48 @@ func TestRingFull(t *testing.T) {
 		}
 		checkOwnRequests(t, got, 50)
 	})
+	// A connection per request: the closes of some are dropped too, and
+	// the kernel gives later sockets the addresses of those (the slab's
+	// freed objects come back first).
+	t.Run("http1-close", func(t *testing.T) {
+		_, got := ringFullRun(t, 50, "-http1", "-no-keepalive")
+		checkOwnRequests(t, got, 50)
+	})
 }
 
-// ringFullRun runs h2app's steady client against its server, weft stopped
-// for 5 of the 12 seconds; it returns weft's counters and h2app's spans.
+// ringFullRun runs h2app's steady client against its server for 2 s,
+// stops weft until the kernel has dropped events for a second, lets it go
+// for 3 s more of traffic, and returns weft's counters and h2app's spans.
 func ringFullRun(t *testing.T, paths int, clientArgs ...string) (map[string]uint64, []span) {
 	rcv := otlptest.Start(t)
 	srv, addr := startListener(t, exec.Command(bins.h2app, "-mode=h2c-server"))
-	cli := startGoClient(t, append([]string{"-mode=steady", "-addr=" + addr, "-for=12s", "-paths=" + strconv.Itoa(paths)}, clientArgs...)...)
+	cli := startGoClient(t, append([]string{"-mode=steady", "-addr=" + addr, "-for=2m", "-paths=" + strconv.Itoa(paths)}, clientArgs...)...)
 	w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", srv.Pid(), cli.pid))
 	cli.stdin.Write([]byte("go\n"))
 	time.Sleep(2 * time.Second)
 	if err := w.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	// At a few thousand requests a second, 8 MiB of events take about 2 s.
-	time.Sleep(5 * time.Second)
+	drops := newestMap(t, "last_drop")
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		var ts uint64
+		if err := drops.Lookup(uint32(0), &ts); err != nil {
+			t.Fatal(err)
+		}
+		if ts != 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			w.cmd.Process.Signal(syscall.SIGCONT)
+			t.Fatal("the ring buffer did not fill in a minute")
+		}
+	}
+	time.Sleep(time.Second)
 	if err := w.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
+	time.Sleep(3 * time.Second)
+	cli.stdin.Write([]byte("stop\n"))
 	cli.wait(t)
 	sent, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(cli.stdout.Output()), "ok "))
 	if err != nil {
@@ -93,6 +117,37 @@ func ringFullRun(t *testing.T, paths int, clientArgs ...string) (map[string]uint
 		t.Fatalf("%d spans of %d requests: want some, not all", len(got), sent)
 	}
 	return m, got
+}
+
+// newestMap opens the BPF map of that name created last: the weft just
+// started (the tests run one weft at a time).
+func newestMap(t *testing.T, name string) *ebpf.Map {
+	t.Helper()
+	var newest ebpf.MapID
+	for id := ebpf.MapID(0); ; {
+		next, err := ebpf.MapGetNextID(id)
+		if err != nil {
+			break
+		}
+		id = next
+		m, err := ebpf.NewMapFromID(id)
+		if err != nil {
+			continue
+		}
+		if info, err := m.Info(); err == nil && info.Name == name {
+			newest = id
+		}
+		m.Close()
+	}
+	if newest == 0 {
+		t.Fatalf("no BPF map %s", name)
+	}
+	m, err := ebpf.NewMapFromID(newest)
+	if err != nil {
+		t.Fatalf("open map %s: %v", name, err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
 }
 
 // checkOwnRequests checks that every span is its request's own: path,

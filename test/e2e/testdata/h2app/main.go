@@ -50,8 +50,9 @@ func main() {
 	n := flag.Int("n", 100, "requests (clients)")
 	h1 := flag.Bool("http1", false, "https-client, steady: HTTP/1.1 only (else HTTP/2)")
 	useTLS := flag.Bool("tls", false, "grpc-server, grpc-client, h2-front, grpc-front: over TLS; raw-front: serving HTTPS/1.1")
-	runFor := flag.Duration("for", 10*time.Second, "steady: how long to send")
+	runFor := flag.Duration("for", 10*time.Second, "steady: how long to send at most (a line on stdin stops it)")
 	paths := flag.Int("paths", 500, "steady: how many paths request numbers cycle through")
+	noKeepAlive := flag.Bool("no-keepalive", false, "steady -http1: a connection per request")
 	certOut := flag.String("cert-out", "", "grpc-server -tls: write the server's certificate (PEM) there, for clients to trust")
 	flag.Parse()
 	var err error
@@ -65,7 +66,7 @@ func main() {
 		err = h2cClient(*addr, *n)
 	case "steady":
 		waitGo()
-		err = steady(*addr, *runFor, *h1, *paths)
+		err = steady(*addr, *runFor, *h1, *noKeepAlive, *paths)
 	case "https-server":
 		err = httpsServer()
 	case "https-client":
@@ -190,11 +191,12 @@ func h2cClient(addr string, n int) error {
 }
 
 // steady sends requests 32 at a time for d, over one prior-knowledge h2c
-// connection, or with http1 over 32 kept-alive HTTP/1.1 connections.
+// connection, or with http1 over 32 kept-alive HTTP/1.1 connections (with
+// noKeepAlive, a connection per request).
 // Request k asks for /req/(k mod paths): with more paths than an HPACK
 // table holds, paths keep entering the tables, so a table out of step
 // names the wrong one. It prints how many it sent.
-func steady(addr string, d time.Duration, http1 bool, paths int) error {
+func steady(addr string, d time.Duration, http1, noKeepAlive bool, paths int) error {
 	var protos http.Protocols
 	protos.SetUnencryptedHTTP2(!http1)
 	protos.SetHTTP1(http1)
@@ -202,12 +204,18 @@ func steady(addr string, d time.Duration, http1 bool, paths int) error {
 	major := 2
 	if http1 {
 		tr.MaxConnsPerHost, tr.MaxIdleConnsPerHost, major = 32, 32, 1
+		tr.DisableKeepAlives = noKeepAlive
 	}
 	c := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	var sent atomic.Int64
-	deadline := time.Now().Add(d)
+	ctx, stop := context.WithTimeout(context.Background(), d)
+	defer stop()
+	go func() { // a line on stdin, or d, ends it
+		bufio.NewReader(os.Stdin).ReadString('\n')
+		stop()
+	}()
 	err := concurrently(0, 32, func(int) error {
-		for time.Now().Before(deadline) {
+		for ctx.Err() == nil {
 			i := int(sent.Add(1)-1) % paths
 			if err := fetch(c, fmt.Sprintf("http://%s/req/%d", addr, i), i, major); err != nil {
 				return err
