@@ -248,6 +248,11 @@ static __always_inline int socket_call(void *ctx, struct sock *sk, int ret, int 
 		return 0;
 	if (send && propagation_on)
 		bpf_map_delete_elem(&send_claims, &pid_tgid);
+	/* A call that moved nothing (Go's reads until EAGAIN) has nothing to
+	 * copy: only a slot refresh, below, and the Java agent's notes
+	 * (AF_UNIX sends failing with ENOTCONN) need it. */
+	if (ret <= 0 && !slots_in_use && !(send && ret == -ENOTCONN))
+		return 0;
 	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
 	struct task_struct *t = bpf_get_current_task_btf();
 	if (BPF_CORE_READ(t, flags) & (PF_KTHREAD | PF_IO_WORKER))

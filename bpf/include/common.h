@@ -265,6 +265,7 @@ static __always_inline void agent_packet(__u64 pid_tgid, __u8 op, __u64 val)
 	}
 	case WEFT_OP_SLOT:
 		if (val) {
+			slots_in_use = 1;
 			bpf_map_update_elem(&thread_slot, &tid, &val, BPF_ANY);
 			refresh_slot(tid);
 		} else {

@@ -54,6 +54,12 @@ struct {
 	__type(value, __u64);
 } thread_slot SEC(".maps");
 
+/* Set, and never cleared, by the first slot a thread registers: until
+ * then thread_slot is empty, and the socket path skips its lookup (and
+ * leaves calls that moved nothing at once). Only BPF writes it, so it
+ * cannot be stale the way a flag user space rewrites could. */
+volatile __u32 slots_in_use = 0;
+
 static __always_inline __u32 logical_key(__u64 id)
 {
 	return WEFT_LOGICAL_BIT | (__u32)(id & 0x7fffffff);
@@ -79,6 +85,8 @@ static __always_inline void traces_ctx_sync(__u64 pid_tgid, __u32 key);
  * key changes: this runs far more often than the key does. */
 static __always_inline void refresh_slot(__u32 tid)
 {
+	if (!slots_in_use)
+		return;
 	__u64 *addr = bpf_map_lookup_elem(&thread_slot, &tid);
 	if (!addr)
 		return;

@@ -394,6 +394,7 @@ const (
 	kprobeVarSampleParentBased       = "sample_parent_based"
 	kprobeVarSampleRoot              = "sample_root"
 	kprobeVarSelfPid                 = "self_pid"
+	kprobeVarSlotsInUse              = "slots_in_use"
 	kprobeVarTraceAll                = "trace_all"
 	kprobeVarUnusedCapture           = "unused_capture"
 	kprobeVarUnusedCtxKind           = "unused_ctx_kind"
@@ -559,6 +560,7 @@ type kprobeVariableSpecs struct {
 	SampleParentBased *ebpf.VariableSpec `ebpf:"sample_parent_based"`
 	SampleRoot        *ebpf.VariableSpec `ebpf:"sample_root"`
 	SelfPid           *ebpf.VariableSpec `ebpf:"self_pid"`
+	SlotsInUse        *ebpf.VariableSpec `ebpf:"slots_in_use"`
 	TraceAll          *ebpf.VariableSpec `ebpf:"trace_all"`
 	UnusedCapture     *ebpf.VariableSpec `ebpf:"unused_capture"`
 	UnusedCtxKind     *ebpf.VariableSpec `ebpf:"unused_ctx_kind"`
@@ -712,6 +714,7 @@ type kprobeVariables struct {
 	SampleParentBased *ebpf.Variable `ebpf:"sample_parent_based"`
 	SampleRoot        *ebpf.Variable `ebpf:"sample_root"`
 	SelfPid           *ebpf.Variable `ebpf:"self_pid"`
+	SlotsInUse        *ebpf.Variable `ebpf:"slots_in_use"`
 	TraceAll          *ebpf.Variable `ebpf:"trace_all"`
 	UnusedCapture     *ebpf.Variable `ebpf:"unused_capture"`
 	UnusedCtxKind     *ebpf.Variable `ebpf:"unused_ctx_kind"`

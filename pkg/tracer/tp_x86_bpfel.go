@@ -487,6 +487,7 @@ const (
 	tpVarSampleParentBased       = "sample_parent_based"
 	tpVarSampleRoot              = "sample_root"
 	tpVarSelfPid                 = "self_pid"
+	tpVarSlotsInUse              = "slots_in_use"
 	tpVarTraceAll                = "trace_all"
 	tpVarUnusedCapture           = "unused_capture"
 	tpVarUnusedCtxKind           = "unused_ctx_kind"
@@ -665,6 +666,7 @@ type tpVariableSpecs struct {
 	SampleParentBased *ebpf.VariableSpec `ebpf:"sample_parent_based"`
 	SampleRoot        *ebpf.VariableSpec `ebpf:"sample_root"`
 	SelfPid           *ebpf.VariableSpec `ebpf:"self_pid"`
+	SlotsInUse        *ebpf.VariableSpec `ebpf:"slots_in_use"`
 	TraceAll          *ebpf.VariableSpec `ebpf:"trace_all"`
 	UnusedCapture     *ebpf.VariableSpec `ebpf:"unused_capture"`
 	UnusedCtxKind     *ebpf.VariableSpec `ebpf:"unused_ctx_kind"`
@@ -814,6 +816,7 @@ type tpVariables struct {
 	SampleParentBased *ebpf.Variable `ebpf:"sample_parent_based"`
 	SampleRoot        *ebpf.Variable `ebpf:"sample_root"`
 	SelfPid           *ebpf.Variable `ebpf:"self_pid"`
+	SlotsInUse        *ebpf.Variable `ebpf:"slots_in_use"`
 	TraceAll          *ebpf.Variable `ebpf:"trace_all"`
 	UnusedCapture     *ebpf.Variable `ebpf:"unused_capture"`
 	UnusedCtxKind     *ebpf.Variable `ebpf:"unused_ctx_kind"`
