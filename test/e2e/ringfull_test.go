@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -71,7 +73,7 @@ func ringFullRun(t *testing.T, paths int, clientArgs ...string) (map[string]uint
 	if err := w.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	drops := newestMap(t, "last_drop")
+	drops := weftMap(t, w.Pid(), "last_drop")
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		var ts uint64
 		if err := drops.Lookup(uint32(0), &ts); err != nil {
@@ -119,35 +121,40 @@ func ringFullRun(t *testing.T, paths int, clientArgs ...string) (map[string]uint
 	return m, got
 }
 
-// newestMap opens the BPF map of that name created last: the weft just
-// started (the tests run one weft at a time).
-func newestMap(t *testing.T, name string) *ebpf.Map {
+// weftMap opens the BPF map of that name that weft's process pid holds
+// (its descriptors' fdinfo name the maps), not another test's.
+func weftMap(t *testing.T, pid int, name string) *ebpf.Map {
 	t.Helper()
-	var newest ebpf.MapID
-	for id := ebpf.MapID(0); ; {
-		next, err := ebpf.MapGetNextID(id)
-		if err != nil {
-			break
-		}
-		id = next
-		m, err := ebpf.NewMapFromID(id)
+	dir := fmt.Sprintf("/proc/%d/fdinfo", pid)
+	fds, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range fds {
+		info, err := os.ReadFile(filepath.Join(dir, fd.Name()))
 		if err != nil {
 			continue
 		}
-		if info, err := m.Info(); err == nil && info.Name == name {
-			newest = id
+		_, rest, ok := strings.Cut(string(info), "map_id:")
+		if !ok {
+			continue
+		}
+		id, err := strconv.ParseUint(strings.TrimSpace(strings.SplitN(rest, "\n", 2)[0]), 10, 32)
+		if err != nil {
+			continue
+		}
+		m, err := ebpf.NewMapFromID(ebpf.MapID(id))
+		if err != nil {
+			continue
+		}
+		if mi, err := m.Info(); err == nil && mi.Name == name {
+			t.Cleanup(func() { m.Close() })
+			return m
 		}
 		m.Close()
 	}
-	if newest == 0 {
-		t.Fatalf("no BPF map %s", name)
-	}
-	m, err := ebpf.NewMapFromID(newest)
-	if err != nil {
-		t.Fatalf("open map %s: %v", name, err)
-	}
-	t.Cleanup(func() { m.Close() })
-	return m
+	t.Fatalf("weft (pid %d) holds no BPF map %s", pid, name)
+	return nil
 }
 
 // checkOwnRequests checks that every span is its request's own: path,
