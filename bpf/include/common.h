@@ -492,8 +492,9 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 	if (bpf_ringbuf_output(&events, e, sizeof(*h) + n, wakeup_flags()) < 0) {
 		count_drop(WEFT_STAT_LOST_RINGBUF);
 		/* User space would pair what follows with what it saw before
-		 * (a response with another request). Not atomic: a reset
-		 * noted at the same instant may be lost, a gap is not. */
+		 * (a response with another request). Not atomic (the value is
+		 * a byte): a reset, or another thread's gap, noted on the same
+		 * socket at the same instant on another CPU can be lost. */
 		if (tracked)
 			*tracked |= gap_bit;
 		/* The walk went past frames user space will never see: its
