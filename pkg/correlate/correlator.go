@@ -91,8 +91,10 @@ type Stats struct {
 	H2Conns       atomic.Uint64 // connections followed as HTTP/2
 	H2Lost        atomic.Uint64 // HTTP/2 connections no longer followed (framing or HPACK state lost)
 	H2StreamsLost atomic.Uint64 // streams open on those: no span
-	// LostInGap: requests in flight on a connection when the full ring
-	// buffer dropped some of its events: no span (gap.go).
+	// LostInGap: requests the full ring buffer left without a knowable
+	// end, so without a span: in flight on a connection that lost events
+	// or whose close was dropped, or unanswered but begun before the
+	// kernel last dropped an event (gap.go).
 	LostInGap atomic.Uint64
 	// H2ClaimsUnmatched: writes that carried a client stream's parent but
 	// did not open that stream, and claims of a stream whose write never
