@@ -34,7 +34,7 @@ import (
 func TestRingFull(t *testing.T) {
 	setup(t)
 	t.Run("h2c", func(t *testing.T) {
-		m, got := ringFullRun(t, 500)
+		m, got := ringFullRun(t, "-mode=h2c-server", 500)
 		// Both ends of the one connection went on after the loss: each
 		// is cut at its next event, and nothing else is lost.
 		if m["h2_conns"] != 2 || m["h2_conns_lost"] != 2 || m["h2_conns_cut"] == 0 {
@@ -44,7 +44,7 @@ func TestRingFull(t *testing.T) {
 		checkOwnRequests(t, got, 500)
 	})
 	t.Run("http1", func(t *testing.T) {
-		m, got := ringFullRun(t, 50, "-http1")
+		m, got := ringFullRun(t, "-mode=h2c-server", 50, "-http1")
 		// 32 connections, each with a request in flight most of the time.
 		if m["requests_lost_gap"] == 0 {
 			t.Errorf("no request counted lost in a gap")
@@ -55,7 +55,21 @@ func TestRingFull(t *testing.T) {
 	// the kernel gives later sockets the addresses of those (the slab's
 	// freed objects come back first).
 	t.Run("http1-close", func(t *testing.T) {
-		_, got := ringFullRun(t, 50, "-http1", "-no-keepalive")
+		_, got := ringFullRun(t, "-mode=h2c-server", 50, "-http1", "-no-keepalive")
+		checkOwnRequests(t, got, 50)
+	})
+	// The same over TLS (Go's crypto/tls hooks): the gaps are the
+	// plaintext stream's.
+	t.Run("h2-tls", func(t *testing.T) {
+		m, got := ringFullRun(t, "-mode=https-server", 500, "-tls")
+		if m["h2_conns"] != 2 || m["h2_conns_lost"] != 2 || m["h2_conns_cut"] == 0 {
+			t.Errorf("h2 counters: conns %d, lost %d, cut %d (want 2, 2: both ends, and cut)",
+				m["h2_conns"], m["h2_conns_lost"], m["h2_conns_cut"])
+		}
+		checkOwnRequests(t, got, 500)
+	})
+	t.Run("http1-tls", func(t *testing.T) {
+		_, got := ringFullRun(t, "-mode=https-server", 50, "-http1", "-tls")
 		checkOwnRequests(t, got, 50)
 	})
 }
@@ -63,9 +77,9 @@ func TestRingFull(t *testing.T) {
 // ringFullRun runs h2app's steady client against its server for 2 s,
 // stops weft until the kernel has dropped events for a second, lets it go
 // for 3 s more of traffic, and returns weft's counters and h2app's spans.
-func ringFullRun(t *testing.T, paths int, clientArgs ...string) (map[string]uint64, []span) {
+func ringFullRun(t *testing.T, serverMode string, paths int, clientArgs ...string) (map[string]uint64, []span) {
 	rcv := otlptest.Start(t)
-	srv, addr := startListener(t, exec.Command(bins.h2app, "-mode=h2c-server"))
+	srv, addr := startListener(t, exec.Command(bins.h2app, serverMode))
 	cli := startGoClient(t, append([]string{"-mode=steady", "-addr=" + addr, "-for=2m", "-paths=" + strconv.Itoa(paths)}, clientArgs...)...)
 	w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", srv.Pid(), cli.pid))
 	cli.stdin.Write([]byte("go\n"))

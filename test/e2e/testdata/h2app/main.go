@@ -49,7 +49,7 @@ func main() {
 	addr := flag.String("addr", "", "server address (clients; h2-front, grpc-front: its backend)")
 	n := flag.Int("n", 100, "requests (clients)")
 	h1 := flag.Bool("http1", false, "https-client, steady: HTTP/1.1 only (else HTTP/2)")
-	useTLS := flag.Bool("tls", false, "grpc-server, grpc-client, h2-front, grpc-front: over TLS; raw-front: serving HTTPS/1.1")
+	useTLS := flag.Bool("tls", false, "grpc-server, grpc-client, h2-front, grpc-front, steady: over TLS; raw-front: serving HTTPS/1.1")
 	runFor := flag.Duration("for", 10*time.Second, "steady: how long to send at most (a line on stdin stops it)")
 	paths := flag.Int("paths", 500, "steady: how many paths request numbers cycle through")
 	noKeepAlive := flag.Bool("no-keepalive", false, "steady -http1: a connection per request")
@@ -66,7 +66,7 @@ func main() {
 		err = h2cClient(*addr, *n)
 	case "steady":
 		waitGo()
-		err = steady(*addr, *runFor, *h1, *noKeepAlive, *paths)
+		err = steady(*addr, *runFor, *h1, *noKeepAlive, *useTLS, *paths)
 	case "https-server":
 		err = httpsServer()
 	case "https-client":
@@ -192,15 +192,21 @@ func h2cClient(addr string, n int) error {
 
 // steady sends requests 32 at a time for d, over one prior-knowledge h2c
 // connection, or with http1 over 32 kept-alive HTTP/1.1 connections (with
-// noKeepAlive, a connection per request).
+// noKeepAlive, a connection per request); with useTLS, the same over TLS
+// (https-server's, HTTP/2 by ALPN).
 // Request k asks for /req/(k mod paths): with more paths than an HPACK
 // table holds, paths keep entering the tables, so a table out of step
 // names the wrong one. It prints how many it sent.
-func steady(addr string, d time.Duration, http1, noKeepAlive bool, paths int) error {
+func steady(addr string, d time.Duration, http1, noKeepAlive, useTLS bool, paths int) error {
 	var protos http.Protocols
-	protos.SetUnencryptedHTTP2(!http1)
+	protos.SetUnencryptedHTTP2(!http1 && !useTLS)
+	protos.SetHTTP2(!http1 && useTLS)
 	protos.SetHTTP1(http1)
 	tr := &http.Transport{Protocols: &protos, MaxConnsPerHost: 1}
+	scheme := "http"
+	if useTLS {
+		tr.TLSClientConfig, scheme = &tls.Config{InsecureSkipVerify: true}, "https"
+	}
 	major := 2
 	if http1 {
 		tr.MaxConnsPerHost, tr.MaxIdleConnsPerHost, major = 32, 32, 1
@@ -217,7 +223,7 @@ func steady(addr string, d time.Duration, http1, noKeepAlive bool, paths int) er
 	err := concurrently(0, 32, func(int) error {
 		for ctx.Err() == nil {
 			i := int(sent.Add(1)-1) % paths
-			if err := fetch(c, fmt.Sprintf("http://%s/req/%d", addr, i), i, major); err != nil {
+			if err := fetch(c, fmt.Sprintf("%s://%s/req/%d", scheme, addr, i), i, major); err != nil {
 				return err
 			}
 		}
