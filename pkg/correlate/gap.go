@@ -35,14 +35,7 @@ func (c *Correlator) lostEvents(cn *conn, ts uint64) {
 			lost++
 		}
 		if !hc.lost {
-			hc.lost = true
-			c.unlinkClient(hc, ts)
-			hc.streams = nil
-			c.stats.H2Lost.Add(1)
-			c.stats.H2StreamsLost.Add(uint64(hc.c.Open()))
-			if c.opts.NotHTTP != nil {
-				c.opts.NotHTTP(cn.id, cn.local.Port(), cn.remote.Port()) // nothing more to copy
-			}
+			c.loseH2(cn, ts, errH2Gap)
 		}
 	} else if !cn.notHTTP {
 		cn.in, cn.out = httpparse.NewParser(httpparse.ModeDetect), httpparse.NewParser(httpparse.ModeDetect)

@@ -40,6 +40,7 @@ type h2conn struct {
 var (
 	errH2Cut    = errors.New("h2: the kernel's copy lost the framing")
 	errH2Prefix = errors.New("h2: the kernel stopped walking the frames (its state was lost)")
+	errH2Gap    = errors.New("h2: the full ring buffer dropped events of the connection")
 )
 
 // startH2 follows cn as HTTP/2 from ev, the first event the kernel copied
@@ -109,17 +110,23 @@ func (c *Correlator) h2data(cn *conn, ev *event.Event) {
 		c.h2span(cn, &done[i])
 	}
 	if err := hc.c.Lost(); err != nil {
-		// Streams still open are not followed further: counted, no span
-		// (the times and status it would have would be guesses).
-		hc.lost = true
-		c.unlinkClient(hc, ev.Time)
-		hc.streams = nil
-		c.stats.H2Lost.Add(1)
-		c.stats.H2StreamsLost.Add(uint64(hc.c.Open()))
-		c.log.Debug("HTTP/2 connection no longer followed", "conn", cn.id, "pid", cn.pid, "reason", err)
-		if c.opts.NotHTTP != nil {
-			c.opts.NotHTTP(cn.id, cn.local.Port(), cn.remote.Port()) // nothing more to copy
-		}
+		c.loseH2(cn, ev.Time, err)
+	}
+}
+
+// loseH2 stops following an HTTP/2 connection whose framing or HPACK
+// state is lost. Streams still open are not followed further: counted, no
+// span (the times and status they would have would be guesses).
+func (c *Correlator) loseH2(cn *conn, ts uint64, why error) {
+	hc := cn.h2
+	hc.lost = true
+	c.unlinkClient(hc, ts)
+	hc.streams = nil
+	c.stats.H2Lost.Add(1)
+	c.stats.H2StreamsLost.Add(uint64(hc.c.Open()))
+	c.log.Debug("HTTP/2 connection no longer followed", "conn", cn.id, "pid", cn.pid, "reason", why)
+	if c.opts.NotHTTP != nil {
+		c.opts.NotHTTP(cn.id, cn.local.Port(), cn.remote.Port()) // nothing more to copy
 	}
 }
 
