@@ -608,7 +608,7 @@ int weft_exit(void *ctx)
 	__u32 tid = (__u32)pid_tgid;
 	forget_thread(tid);
 	bpf_map_delete_elem(&thread_parent, &tid);
-	bpf_map_delete_elem(&traces_ctx_v1, &pid_tgid);
+	traces_ctx_clear(pid_tgid);
 	if (tgid != tid) /* a thread, not the process */
 		return 0;
 	bpf_map_delete_elem(&pid_filter, &tgid);

@@ -140,8 +140,21 @@ struct {
 	__type(value, struct traces_ctx);
 } traces_ctx_v1 SEC(".maps");
 
+/* Set by user space when traces_ctx_v1 is pinned for another profiler:
+ * unpinned, nothing reads it (weft's own samples ask lookup_active), and
+ * keeping it would cost an LRU insert and a delete per request. */
+volatile const __u8 publish_traces_ctx = 0;
+
+static __always_inline void traces_ctx_clear(__u64 pid_tgid)
+{
+	if (publish_traces_ctx)
+		bpf_map_delete_elem(&traces_ctx_v1, &pid_tgid);
+}
+
 static __always_inline void traces_ctx_set(__u64 pid_tgid, const __u8 *trace_id, const __u8 *span_id)
 {
+	if (!publish_traces_ctx)
+		return;
 	struct traces_ctx v;
 	__builtin_memcpy(v.trace_id, trace_id, 16);
 	__builtin_memcpy(v.span_id, span_id, 8);
@@ -152,11 +165,13 @@ static __always_inline void traces_ctx_set(__u64 pid_tgid, const __u8 *trace_id,
  * would say (lookup_active), or that it serves nothing. */
 static __always_inline void traces_ctx_sync(__u64 pid_tgid, __u32 key)
 {
+	if (!publish_traces_ctx)
+		return;
 	struct span_ctx *a = lookup_active(pid_tgid >> 32, key);
 	if (a && !a->ambiguous)
 		traces_ctx_set(pid_tgid, a->trace_id, a->span_id);
 	else
-		bpf_map_delete_elem(&traces_ctx_v1, &pid_tgid);
+		traces_ctx_clear(pid_tgid);
 }
 
 /* The trace sampler (OTEL_TRACES_SAMPLER, pkg/sampling), decided once
@@ -440,7 +455,7 @@ static __always_inline void key_ends_requests(__u64 k, __u32 n)
 	/* A thread key is its pid_tgid; a logical id's threads are kept in
 	 * step by unmount. */
 	if (!((__u32)k & WEFT_LOGICAL_BIT))
-		bpf_map_delete_elem(&traces_ctx_v1, &k);
+		traces_ctx_clear(k);
 }
 
 /* n of the connection's pending requests end. */
@@ -731,8 +746,7 @@ static __always_inline void client_request(struct event_header *h, const __u8 *d
 static __always_inline void server_response(struct event_header *h, const __u8 *data, __u32 n)
 {
 	__u64 sock = h->sock_id;
-	__u64 k = ctx_key(h->pid, h->tid);
-	bpf_map_delete_elem(&traces_ctx_v1, &k);
+	traces_ctx_clear(ctx_key(h->pid, h->tid));
 	if (n > 9 && data[9] == '1')
 		return;
 	struct serving *sv = bpf_map_lookup_elem(&serving_sock, &sock);

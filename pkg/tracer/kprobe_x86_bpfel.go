@@ -390,6 +390,7 @@ const (
 	kprobeVarNoteAllSenders          = "note_all_senders"
 	kprobeVarNotifyExec              = "notify_exec"
 	kprobeVarPropagationOn           = "propagation_on"
+	kprobeVarPublishTracesCtx        = "publish_traces_ctx"
 	kprobeVarSampleBound             = "sample_bound"
 	kprobeVarSampleParentBased       = "sample_parent_based"
 	kprobeVarSampleRoot              = "sample_root"
@@ -556,6 +557,7 @@ type kprobeVariableSpecs struct {
 	NoteAllSenders    *ebpf.VariableSpec `ebpf:"note_all_senders"`
 	NotifyExec        *ebpf.VariableSpec `ebpf:"notify_exec"`
 	PropagationOn     *ebpf.VariableSpec `ebpf:"propagation_on"`
+	PublishTracesCtx  *ebpf.VariableSpec `ebpf:"publish_traces_ctx"`
 	SampleBound       *ebpf.VariableSpec `ebpf:"sample_bound"`
 	SampleParentBased *ebpf.VariableSpec `ebpf:"sample_parent_based"`
 	SampleRoot        *ebpf.VariableSpec `ebpf:"sample_root"`
@@ -710,6 +712,7 @@ type kprobeVariables struct {
 	NoteAllSenders    *ebpf.Variable `ebpf:"note_all_senders"`
 	NotifyExec        *ebpf.Variable `ebpf:"notify_exec"`
 	PropagationOn     *ebpf.Variable `ebpf:"propagation_on"`
+	PublishTracesCtx  *ebpf.Variable `ebpf:"publish_traces_ctx"`
 	SampleBound       *ebpf.Variable `ebpf:"sample_bound"`
 	SampleParentBased *ebpf.Variable `ebpf:"sample_parent_based"`
 	SampleRoot        *ebpf.Variable `ebpf:"sample_root"`

@@ -444,7 +444,7 @@ func pythonPath(t *testing.T) string {
 // response starts.
 func TestServerSpanInSamplesAndTracesCtx(t *testing.T) {
 	testenv.RequirePrivileged(t)
-	tr := openTestTracer(t, Options{})
+	tr := openTestTracer(t, Options{TracesCtx: true})
 
 	srv, _, stdout := tracedPython(t, tr, `import http.server, time
 class H(http.server.BaseHTTPRequestHandler):
@@ -565,7 +565,7 @@ func TestAgentMountKeepsTracesCtx(t *testing.T) {
 
 func testAgentMount(t *testing.T, via string) {
 	py := pythonPath(t)
-	tr := openTestTracer(t, Options{IoctlPackets: via == "ioctl"})
+	tr := openTestTracer(t, Options{IoctlPackets: via == "ioctl", TracesCtx: true})
 
 	script := filepath.Join(t.TempDir(), "agent.py")
 	if err := os.WriteFile(script, []byte(`import ctypes, fcntl, socket, struct, sys, time

@@ -483,6 +483,7 @@ const (
 	tpVarNoteAllSenders          = "note_all_senders"
 	tpVarNotifyExec              = "notify_exec"
 	tpVarPropagationOn           = "propagation_on"
+	tpVarPublishTracesCtx        = "publish_traces_ctx"
 	tpVarSampleBound             = "sample_bound"
 	tpVarSampleParentBased       = "sample_parent_based"
 	tpVarSampleRoot              = "sample_root"
@@ -662,6 +663,7 @@ type tpVariableSpecs struct {
 	NoteAllSenders    *ebpf.VariableSpec `ebpf:"note_all_senders"`
 	NotifyExec        *ebpf.VariableSpec `ebpf:"notify_exec"`
 	PropagationOn     *ebpf.VariableSpec `ebpf:"propagation_on"`
+	PublishTracesCtx  *ebpf.VariableSpec `ebpf:"publish_traces_ctx"`
 	SampleBound       *ebpf.VariableSpec `ebpf:"sample_bound"`
 	SampleParentBased *ebpf.VariableSpec `ebpf:"sample_parent_based"`
 	SampleRoot        *ebpf.VariableSpec `ebpf:"sample_root"`
@@ -812,6 +814,7 @@ type tpVariables struct {
 	NoteAllSenders    *ebpf.Variable `ebpf:"note_all_senders"`
 	NotifyExec        *ebpf.Variable `ebpf:"notify_exec"`
 	PropagationOn     *ebpf.Variable `ebpf:"propagation_on"`
+	PublishTracesCtx  *ebpf.Variable `ebpf:"publish_traces_ctx"`
 	SampleBound       *ebpf.Variable `ebpf:"sample_bound"`
 	SampleParentBased *ebpf.Variable `ebpf:"sample_parent_based"`
 	SampleRoot        *ebpf.Variable `ebpf:"sample_root"`

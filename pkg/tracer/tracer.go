@@ -61,6 +61,10 @@ type Options struct {
 	// OpenTelemetry eBPF profiler looks at <bpffs>/otel/traces_ctx_v1. A map
 	// already pinned there is shared, not replaced. Empty: not pinned.
 	PinTracesCtx string
+	// TracesCtx keeps traces_ctx_v1 up to date though it is not pinned
+	// (tests read it). Pinned, it is kept up to date anyway; else the
+	// kernel side skips it: nothing else reads it.
+	TracesCtx bool
 	// SocketTableSize is how many sockets with data in flight weft
 	// follows to their close (0: DefaultSocketTableSize); past it, closes
 	// go unseen and weft_socket_table_full counts the calls.
@@ -152,6 +156,7 @@ func load(opts Options, replace map[string]*ebpf.Map) (*ebpf.Collection, *ebpf.C
 		"trace_all":           boolByte(opts.TraceAll),
 		"notify_exec":         boolByte(opts.NotifyExec),
 		"propagation_on":      boolByte(opts.Propagation),
+		"publish_traces_ctx":  boolByte(opts.TracesCtx || opts.PinTracesCtx != ""),
 		"cgroup_levels":       cgroupLevels(opts.Cgroups),
 		"sample_root":         uint8(smp.Root),
 		"sample_parent_based": boolByte(smp.ParentBased),
