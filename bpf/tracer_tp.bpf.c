@@ -246,7 +246,9 @@ static __always_inline int socket_call(void *ctx, struct sock *sk, int ret, int 
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	if (!pid_traced(pid_tgid >> 32))
 		return 0;
-	if (send && propagation_on)
+	/* Looked up first: a delete takes the bucket's lock, and most sends
+	 * (a server's) went through no sk_msg claim. */
+	if (send && propagation_on && bpf_map_lookup_elem(&send_claims, &pid_tgid))
 		bpf_map_delete_elem(&send_claims, &pid_tgid);
 	/* A call that moved nothing (Go's reads until EAGAIN) has nothing to
 	 * copy: only a slot refresh, below, and the Java agent's notes
