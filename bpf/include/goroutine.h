@@ -46,7 +46,12 @@ struct go_ctx {
 	__u64 root;
 };
 
-/* Roots: the goroutines serving a request, deleted when it is answered. */
+/* Roots: the goroutines serving a request. A root's entry stays when its
+ * request is answered, its span id zeroed, and is written in place by
+ * the next: a connection's goroutine serves request after request, and
+ * an LRU insert and delete per request cost more. It goes when the
+ * connection closes (go_forget). The span id is written last and zeroed
+ * first, so that a reader (go_copy) never takes a half-written entry. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
@@ -177,17 +182,32 @@ static __always_inline void go_note_sender(__u64 pid_tgid)
 		bpf_map_update_elem(&go_sender, &pid_tgid, &id, BPF_ANY);
 }
 
+/* Keeps the compiler from moving loads and stores across it; x86 keeps
+ * stores in order, and loads in order, so that is all a slot needs. */
+#define go_barrier() asm volatile("" ::: "memory")
+
+#define GO_SPAN(c) (*(volatile __u64 *)(c)->ctx.span_id)
+
 /* The request root still serves span. */
 static __always_inline bool go_live(__u32 tgid, __u64 root, const __u8 *span_id)
 {
 	struct go_key k = {.tgid = tgid, .id = root};
 	struct go_ctx *r = bpf_map_lookup_elem(&go_active, &k);
-	return r && r->root == root && *(__u64 *)r->ctx.span_id == *(__u64 *)span_id;
+	return r && r->root == root && GO_SPAN(r) == *(__u64 *)span_id;
 }
 
-/* Keeps the compiler from moving loads and stores across it; x86 keeps
- * stores in order, and loads in order, so that is all a slot needs. */
-#define go_barrier() asm volatile("" ::: "memory")
+/* A root's entry copied to out, between two reads of its span id; false
+ * when it serves nothing now or was being written. */
+static __always_inline bool go_copy(const struct go_ctx *c, struct go_ctx *out)
+{
+	__u64 span = GO_SPAN(c);
+	if (!span)
+		return false;
+	go_barrier();
+	*out = *c;
+	go_barrier();
+	return GO_SPAN(c) == span && *(__u64 *)out->ctx.span_id == span;
+}
 
 /* Goroutine goid's copy, copied out between two reads of its way's id: a
  * writer claims a way (GO_CHILD_CLAIMED) before it writes, so a way being
@@ -248,9 +268,7 @@ static __always_inline bool go_entry(__u32 tgid, __u64 goid, bool *stale, struct
 {
 	struct go_key k = {.tgid = tgid, .id = goid};
 	struct go_ctx *c = bpf_map_lookup_elem(&go_active, &k);
-	if (c)
-		*out = *c;
-	else if (!go_child_get(tgid, goid, out))
+	if (!(c && go_copy(c, out)) && !go_child_get(tgid, goid, out))
 		return false;
 	if (out->root != goid && !go_live(tgid, out->root, out->ctx.span_id)) {
 		*stale = true;
@@ -317,7 +335,18 @@ static __always_inline void go_serve(__u32 tgid, __u64 goid, const struct span_c
 {
 	struct go_key k = {.tgid = tgid, .id = goid};
 	struct go_ctx c = {.ctx = *span, .root = goid};
-	bpf_map_update_elem(&go_active, &k, &c, BPF_ANY);
+	struct go_ctx *old = bpf_map_lookup_elem(&go_active, &k);
+	if (old) {
+		__u64 span_id = *(__u64 *)c.ctx.span_id;
+		*(__u64 *)c.ctx.span_id = 0;
+		GO_SPAN(old) = 0;
+		go_barrier();
+		*old = c;
+		go_barrier();
+		GO_SPAN(old) = span_id;
+	} else {
+		bpf_map_update_elem(&go_active, &k, &c, BPF_ANY);
+	}
 	/* Its copy from its creation is not to come back when this ends. */
 	struct go_child_set *set = go_child_set_of(tgid, goid);
 	if (!set)
@@ -334,7 +363,17 @@ static __always_inline void go_end(__u32 tgid, __u64 goid, const __u8 *span_id)
 {
 	struct go_key k = {.tgid = tgid, .id = goid};
 	struct go_ctx *c = bpf_map_lookup_elem(&go_active, &k);
-	if (c && c->root == goid && *(__u64 *)c->ctx.span_id == *(__u64 *)span_id)
+	if (c && c->root == goid && GO_SPAN(c) == *(__u64 *)span_id)
+		GO_SPAN(c) = 0;
+}
+
+/* The connection goroutine goid served closed: its entry goes, unless it
+ * serves a request again (of another connection). */
+static __always_inline void go_forget(__u32 tgid, __u64 goid)
+{
+	struct go_key k = {.tgid = tgid, .id = goid};
+	struct go_ctx *c = bpf_map_lookup_elem(&go_active, &k);
+	if (c && !GO_SPAN(c))
 		bpf_map_delete_elem(&go_active, &k);
 }
 

@@ -581,7 +581,7 @@ static __always_inline void server_head_more(struct event_header *h, const __u8 
 	if (ph.g) {
 		struct go_key gk = {.tgid = h->pid, .id = ph.g};
 		struct go_ctx *c = bpf_map_lookup_elem(&go_active, &gk);
-		active = c ? &c->ctx : 0;
+		active = c && GO_SPAN(c) ? &c->ctx : 0; /* its request may be over */
 	} else {
 		active = bpf_map_lookup_elem(&active_ctx, &ph.key);
 	}
@@ -761,6 +761,8 @@ static __always_inline void serving_closed(__u64 sock_id)
 	if (!sv)
 		return;
 	serving_ends(sv, sv->pending);
+	if (sv->g)
+		go_forget(sv->key >> 32, sv->g);
 	bpf_map_delete_elem(&serving_sock, &sock_id);
 }
 
