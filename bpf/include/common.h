@@ -249,7 +249,7 @@ static __always_inline void agent_packet(__u64 pid_tgid, __u8 op, __u64 val)
 			return;
 		}
 		__u32 k = logical_key(val);
-		bpf_map_update_elem(&thread_key, &tid, &k, BPF_ANY);
+		mount_key(tid, k);
 		traces_ctx_sync(pid_tgid, k);
 		break;
 	}

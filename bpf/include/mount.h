@@ -60,6 +60,18 @@ struct {
  * cannot be stale the way a flag user space rewrites could. */
 volatile __u32 slots_in_use = 0;
 
+/* Likewise for thread_key: set before the first logical id is mounted on
+ * a thread, so that the key of every event of a program without the
+ * Java agent costs no lookup. */
+volatile __u32 keys_mounted = 0;
+
+/* A logical id is mounted on tid (k): the thread's key. */
+static __always_inline void mount_key(__u32 tid, __u32 k)
+{
+	keys_mounted = 1;
+	bpf_map_update_elem(&thread_key, &tid, &k, BPF_ANY);
+}
+
 static __always_inline __u32 logical_key(__u64 id)
 {
 	return WEFT_LOGICAL_BIT | (__u32)(id & 0x7fffffff);
@@ -69,6 +81,8 @@ static __always_inline __u32 logical_key(__u64 id)
  * Any program type can call this (sk_msg included). */
 static __always_inline __u32 correlation_key(__u32 tid)
 {
+	if (!keys_mounted)
+		return tid;
 	__u32 *k = bpf_map_lookup_elem(&thread_key, &tid);
 	return k ? *k : tid;
 }
@@ -99,7 +113,7 @@ static __always_inline void refresh_slot(__u32 tid)
 	if (k == was)
 		return;
 	if (k != tid)
-		bpf_map_update_elem(&thread_key, &tid, &k, BPF_ANY);
+		mount_key(tid, k);
 	else
 		bpf_map_delete_elem(&thread_key, &tid);
 	traces_ctx_sync(bpf_get_current_pid_tgid(), k);
@@ -108,8 +122,10 @@ static __always_inline void refresh_slot(__u32 tid)
 /* A thread of a traced process ended: its tid may be reused. */
 static __always_inline void forget_thread(__u32 tid)
 {
-	bpf_map_delete_elem(&thread_key, &tid);
-	bpf_map_delete_elem(&thread_slot, &tid);
+	if (keys_mounted)
+		bpf_map_delete_elem(&thread_key, &tid);
+	if (slots_in_use)
+		bpf_map_delete_elem(&thread_slot, &tid);
 }
 
 #endif

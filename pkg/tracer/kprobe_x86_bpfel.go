@@ -387,6 +387,7 @@ const (
 	kprobeProgWeftTcpSendmsgRet      = "weft_tcp_sendmsg_ret"
 	kprobeVarCaptureMax              = "capture_max"
 	kprobeVarCgroupLevels            = "cgroup_levels"
+	kprobeVarKeysMounted             = "keys_mounted"
 	kprobeVarNoteAllSenders          = "note_all_senders"
 	kprobeVarNotifyExec              = "notify_exec"
 	kprobeVarPropagationOn           = "propagation_on"
@@ -554,6 +555,7 @@ type kprobeMapSpecs struct {
 type kprobeVariableSpecs struct {
 	CaptureMax        *ebpf.VariableSpec `ebpf:"capture_max"`
 	CgroupLevels      *ebpf.VariableSpec `ebpf:"cgroup_levels"`
+	KeysMounted       *ebpf.VariableSpec `ebpf:"keys_mounted"`
 	NoteAllSenders    *ebpf.VariableSpec `ebpf:"note_all_senders"`
 	NotifyExec        *ebpf.VariableSpec `ebpf:"notify_exec"`
 	PropagationOn     *ebpf.VariableSpec `ebpf:"propagation_on"`
@@ -709,6 +711,7 @@ func (m *kprobeMaps) Close() error {
 type kprobeVariables struct {
 	CaptureMax        *ebpf.Variable `ebpf:"capture_max"`
 	CgroupLevels      *ebpf.Variable `ebpf:"cgroup_levels"`
+	KeysMounted       *ebpf.Variable `ebpf:"keys_mounted"`
 	NoteAllSenders    *ebpf.Variable `ebpf:"note_all_senders"`
 	NotifyExec        *ebpf.Variable `ebpf:"notify_exec"`
 	PropagationOn     *ebpf.Variable `ebpf:"propagation_on"`

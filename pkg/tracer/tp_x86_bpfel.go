@@ -480,6 +480,7 @@ const (
 	tpProgWeftSslRetMulti        = "weft_ssl_ret_multi"
 	tpVarCaptureMax              = "capture_max"
 	tpVarCgroupLevels            = "cgroup_levels"
+	tpVarKeysMounted             = "keys_mounted"
 	tpVarNoteAllSenders          = "note_all_senders"
 	tpVarNotifyExec              = "notify_exec"
 	tpVarPropagationOn           = "propagation_on"
@@ -660,6 +661,7 @@ type tpMapSpecs struct {
 type tpVariableSpecs struct {
 	CaptureMax        *ebpf.VariableSpec `ebpf:"capture_max"`
 	CgroupLevels      *ebpf.VariableSpec `ebpf:"cgroup_levels"`
+	KeysMounted       *ebpf.VariableSpec `ebpf:"keys_mounted"`
 	NoteAllSenders    *ebpf.VariableSpec `ebpf:"note_all_senders"`
 	NotifyExec        *ebpf.VariableSpec `ebpf:"notify_exec"`
 	PropagationOn     *ebpf.VariableSpec `ebpf:"propagation_on"`
@@ -811,6 +813,7 @@ func (m *tpMaps) Close() error {
 type tpVariables struct {
 	CaptureMax        *ebpf.Variable `ebpf:"capture_max"`
 	CgroupLevels      *ebpf.Variable `ebpf:"cgroup_levels"`
+	KeysMounted       *ebpf.Variable `ebpf:"keys_mounted"`
 	NoteAllSenders    *ebpf.Variable `ebpf:"note_all_senders"`
 	NotifyExec        *ebpf.Variable `ebpf:"notify_exec"`
 	PropagationOn     *ebpf.Variable `ebpf:"propagation_on"`
