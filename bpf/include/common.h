@@ -389,12 +389,14 @@ __noinline __u32 copy_payload(struct event_buf *e, const struct user_buf *ub, __
 /* A global function: the verifier checks it once, on its own, rather than
  * once per path through copy_payload's loop (which multiplied the states of
  * the two: half a million instructions per program, seconds of start-up). */
-__noinline int trace_context(struct event_buf *e, __u32 n, __u64 pid_tgid)
+__noinline int trace_context(struct event_buf *e, __u32 n, __u64 pid_tgid, struct proc_info *pi)
 {
 	if (!e)
 		return 0;
+	if (!pi)
+		pi = proc_of(pid_tgid >> 32);
 	BOUND(n, 0x1fff);
-	assign_trace_context(&e->hdr, e->data, n, pid_tgid, &e->tls_link, e->tls_linked);
+	assign_trace_context(&e->hdr, e->data, n, pid_tgid, pi, &e->tls_link, e->tls_linked);
 	return 0;
 }
 
@@ -408,8 +410,11 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 				      bool tls)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	/* Looked up here for the socket path only: the TLS programs' frames
+	 * have no room to keep it (trace_context looks it up for them). */
+	struct proc_info *pi = 0;
 	if (!tls) {
-		struct proc_info *pi = proc_of(pid_tgid >> 32);
+		pi = proc_of(pid_tgid >> 32);
 		if (tls_nested(pi, pid_tgid, (__u64)sk)) {
 			/* Ciphertext: the TLS call reports its plaintext. The
 			 * socket is tracked all the same, for its close. */
@@ -479,7 +484,7 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 		if (tls && (is_request_start(e->data, n) ||
 			    (dir == WEFT_DIR_INGRESS && bpf_map_lookup_elem(&start_prefixes, &h->sock_id))))
 			e->tls_linked = dir == WEFT_DIR_INGRESS ? tls_link_server(h, &e->tls_link) : tls_link_client(h);
-		trace_context(e, n, pid_tgid);
+		trace_context(e, n, pid_tgid, pi);
 	} else if (dir == WEFT_DIR_EGRESS) {
 		h2_stream_parent(h);
 	}

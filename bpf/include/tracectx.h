@@ -501,7 +501,7 @@ static __always_inline void serving_begins(__u64 sock_id, __u64 k, __u64 g, cons
  * continues an incoming traceparent or starts a trace, and becomes what
  * the reader works for: its goroutine in a Go program, else its key. */
 static __always_inline void server_request(struct event_header *h, const __u8 *data, __u32 n,
-					   const struct span_ctx *link, int linked)
+					   const struct proc_info *pi, const struct span_ctx *link, int linked)
 {
 	/* Map keys from the stack: h is trace_context's argument, and 6.1's
 	 * helpers take no key in a global function's memory argument. */
@@ -509,7 +509,6 @@ static __always_inline void server_request(struct event_header *h, const __u8 *d
 	struct span_ctx in = {};
 	struct span_ctx active = {};
 	__u64 k = ctx_key(h->pid, h->key);
-	struct proc_info *pi = proc_of(h->pid);
 	bool go = pi && pi->mode == WEFT_MODE_GO;
 	struct go_id gid = {};
 	__u64 g = go && go_id_of(pi, user_g(), &gid) ? gid.goid : 0;
@@ -702,7 +701,8 @@ static __always_inline void new_client_ctx(__u64 pid_tgid, __u32 key, const stru
 /* A traced process sent the start of a request. When sk_msg injected a
  * traceparent during this send, report those ids; when the request
  * carries its own traceparent, use it; else decide now. */
-static __always_inline void client_request(struct event_header *h, const __u8 *data, __u32 n, __u64 pid_tgid)
+static __always_inline void client_request(struct event_header *h, const __u8 *data, __u32 n, __u64 pid_tgid,
+					   const struct proc_info *pi)
 {
 	h->ctx_kind = WEFT_CTX_CLIENT;
 	struct client_span *sent = bpf_map_lookup_elem(&sent_ctx, &pid_tgid);
@@ -731,7 +731,6 @@ static __always_inline void client_request(struct event_header *h, const __u8 *d
 	struct span_ctx c = {};
 	struct conn_key ck = {};
 	conn_key_of_event(h, &ck);
-	struct proc_info *pi = proc_of(h->pid);
 	struct go_id gid = {};
 	if (pi && pi->mode == WEFT_MODE_GO)
 		go_id_of(pi, user_g(), &gid);
@@ -811,28 +810,28 @@ static __always_inline bool prefixed_request_start(__u64 sock_id, const __u8 *d,
 /* A request start read; over TLS, link holds its client's span when
  * linked (taken by emit_data, tlslink.h). */
 static __always_inline void server_request_start(struct event_header *h, const __u8 *data, __u32 n,
-						 const struct span_ctx *link, int linked)
+						 const struct proc_info *pi, const struct span_ctx *link, int linked)
 {
-	server_request(h, data, n, link, linked);
+	server_request(h, data, n, pi, link, linked);
 }
 
 /* link, linked: what a TLS connection's other end decided for the request
  * this event starts (tlslink.h): for a read, its client span; for a
  * write, the ids already in h. */
 static __always_inline void assign_trace_context(struct event_header *h, const __u8 *data, __u32 n, __u64 pid_tgid,
-						 const struct span_ctx *link, int linked)
+						 const struct proc_info *pi, const struct span_ctx *link, int linked)
 {
 	__u64 sock = h->sock_id;
 	if (h->dir == WEFT_DIR_INGRESS) {
 		if (is_request_start(data, n)) {
-			server_request_start(h, data, n, link, linked);
+			server_request_start(h, data, n, pi, link, linked);
 		} else if (n == h->bytes && method_prefix(data, n)) {
 			struct start_prefix p = {.len = n};
 			__builtin_memcpy(p.b, data, 7);
 			bpf_map_update_elem(&start_prefixes, &sock, &p, BPF_ANY);
 		} else if (n > 0 && ((data[0] >= 'A' && data[0] <= 'Z') || data[0] == ' ') && !is_response_start(data, n) &&
 			   prefixed_request_start(h->sock_id, data, n)) {
-			server_request_start(h, data, n, link, linked);
+			server_request_start(h, data, n, pi, link, linked);
 		} else {
 			server_head_more(h, data, n);
 		}
@@ -840,7 +839,7 @@ static __always_inline void assign_trace_context(struct event_header *h, const _
 		if (linked)
 			h->ctx_kind = WEFT_CTX_CLIENT; /* the ids the write decided, in h */
 		else
-			client_request(h, data, n, pid_tgid);
+			client_request(h, data, n, pid_tgid, pi);
 	} else if (is_response_start(data, n)) {
 		server_response(h, data, n);
 	}
