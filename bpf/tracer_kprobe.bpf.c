@@ -91,7 +91,7 @@ static __always_inline int leave(void *ctx, void *map, long ret, __u8 dir)
 		return 0;
 	if (ret > 0) {
 		struct user_buf ub = f->buf;
-		emit_data(ctx, (struct sock *)f->sk, dir, (__u32)ret, &ub, false);
+		emit_data(ctx, (struct sock *)f->sk, dir, (__u32)ret, &ub, false, false);
 	}
 	bpf_map_delete_elem(map, &pid_tgid);
 	return 0;

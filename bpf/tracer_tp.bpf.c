@@ -72,7 +72,7 @@ static __always_inline int leave(struct trace_event_raw_sys_exit *ctx)
 	if (f->sk && ret > 0 && !f->peek && (f->buf.iovcnt || f->buf.ptr)) {
 		struct user_buf ub = f->buf;
 		__u8 dir = f->kind == CALL_SEND ? WEFT_DIR_EGRESS : WEFT_DIR_INGRESS;
-		emit_data(ctx, (struct sock *)f->sk, dir, (__u32)ret, &ub, false);
+		emit_data(ctx, (struct sock *)f->sk, dir, (__u32)ret, &ub, false, false);
 	}
 	bpf_map_delete_elem(&inflight_calls, &pid_tgid);
 	return 0;
@@ -219,14 +219,21 @@ static __always_inline bool fd_is_sock(struct task_struct *t, long fd, struct so
 {
 	if (fd < 0)
 		return false;
-	struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
-	if (!fdt || (__u64)fd >= BPF_CORE_READ(fdt, max_fds))
+	/* t and sk are BTF pointers: direct loads, which the JIT makes
+	 * fault-safe, rather than a helper call each. The array slot is at
+	 * a variable offset, which only a helper may read. */
+	struct files_struct *files = t->files;
+	if (!files)
 		return false;
-	struct file **fds = BPF_CORE_READ(fdt, fd);
+	struct fdtable *fdt = files->fdt;
+	if (!fdt || (__u64)fd >= fdt->max_fds)
+		return false;
+	struct file **fds = fdt->fd;
 	struct file *f = 0;
 	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) < 0 || !f)
 		return false;
-	return f == BPF_CORE_READ(sk, sk_socket, file);
+	struct socket *so = sk->sk_socket;
+	return so && f == so->file;
 }
 
 /* The agent's note (mount.h): sendto(fd, note, sizeof note, ...) on an
@@ -255,9 +262,9 @@ static __always_inline int socket_call(void *ctx, struct sock *sk, int ret, int 
 	 * (AF_UNIX sends failing with ENOTCONN) need it. */
 	if (ret <= 0 && !slots_in_use && !(send && ret == -ENOTCONN))
 		return 0;
-	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	__u16 family = sk->__sk_common.skc_family;
 	struct task_struct *t = bpf_get_current_task_btf();
-	if (BPF_CORE_READ(t, flags) & (PF_KTHREAD | PF_IO_WORKER))
+	if (t->flags & (PF_KTHREAD | PF_IO_WORKER))
 		return 0;
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(t);
 	if (!r)
@@ -270,7 +277,7 @@ static __always_inline int socket_call(void *ctx, struct sock *sk, int ret, int 
 			agent_note(r, pid_tgid);
 		return 0;
 	}
-	if (ret <= 0 || (family != AF_INET && family != AF_INET6) || BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
+	if (ret <= 0 || (family != AF_INET && family != AF_INET6) || sk->sk_protocol != IPPROTO_TCP)
 		return 0;
 	if (!send && (flags & MSG_PEEK))
 		return 0;
@@ -279,7 +286,7 @@ static __always_inline int socket_call(void *ctx, struct sock *sk, int ret, int 
 		count(WEFT_STAT_CALL_UNREADABLE);
 		return 0;
 	}
-	emit_data(ctx, sk, send ? WEFT_DIR_EGRESS : WEFT_DIR_INGRESS, (__u32)ret, &ub, false);
+	emit_data(ctx, sk, send ? WEFT_DIR_EGRESS : WEFT_DIR_INGRESS, (__u32)ret, &ub, false, true);
 	return 0;
 }
 

@@ -314,6 +314,24 @@ static __always_inline void handle_agent_ioctl(__u32 fd, __u32 cmd, __u64 arg)
 	agent_packet(pid_tgid, op, val);
 }
 
+/* The same for a socket the program got as a BTF pointer (a tp_btf
+ * argument): loads the JIT makes fault-safe, not a helper call each. */
+static __always_inline void fill_addrs_btf(struct event_header *h, struct sock *sk)
+{
+	struct sock_common *c = &sk->__sk_common;
+	h->family = c->skc_family;
+	h->sport = c->skc_num;
+	h->dport = bpf_ntohs(c->skc_dport);
+	if (h->family == AF_INET6) {
+		__builtin_memcpy(h->saddr, c->skc_v6_rcv_saddr.in6_u.u6_addr8, 16);
+		__builtin_memcpy(h->daddr, c->skc_v6_daddr.in6_u.u6_addr8, 16);
+	} else {
+		__u32 saddr = c->skc_rcv_saddr, daddr = c->skc_daddr;
+		__builtin_memcpy(h->saddr, &saddr, 4);
+		__builtin_memcpy(h->daddr, &daddr, 4);
+	}
+}
+
 static __always_inline void fill_addrs(struct event_header *h, struct sock *sk)
 {
 	struct sock_common *c = &sk->__sk_common;
@@ -406,8 +424,10 @@ __noinline int trace_context(struct event_buf *e, __u32 n, __u64 pid_tgid, struc
 
 /* Emits one data event: header plus the first capture_max bytes (or an
  * HTTP/2 connection's frames, h2walk.h). */
+/* sk_btf: sk is a BTF pointer (the socket tracepoints' argument), which
+ * the program may load from directly. */
 static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u32 bytes, const struct user_buf *ub,
-				      bool tls)
+				      bool tls, bool sk_btf)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	/* Looked up here for the socket path only: the TLS programs' frames
@@ -442,7 +462,10 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 	h->tls = tls;
 	__builtin_memset(h->saddr, 0, sizeof(h->saddr));
 	__builtin_memset(h->daddr, 0, sizeof(h->daddr));
-	fill_addrs(h, sk);
+	if (sk_btf)
+		fill_addrs_btf(h, sk);
+	else
+		fill_addrs(h, sk);
 	/* Checked once the ports are in the event (no stack: emit_data's
 	 * frame is in every socket program, near older verifiers' limit). */
 	__u32 *marked = bpf_map_lookup_elem(&not_http_socks, &sid);

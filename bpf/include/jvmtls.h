@@ -134,7 +134,7 @@ int weft_jvm_tls(struct pt_regs *ctx)
 	/* The id the agent mounted on this thread now, as at a socket call. */
 	refresh_slot((__u32)pid_tgid);
 	struct user_buf ub = {.ptr = buf};
-	emit_data(ctx, (struct sock *)sk, dir, (__u32)len, &ub, true);
+	emit_data(ctx, (struct sock *)sk, dir, (__u32)len, &ub, true, false);
 	return 0;
 }
 

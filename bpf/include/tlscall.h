@@ -105,7 +105,7 @@ static __always_inline bool tls_report(void *ctx, __u64 pid_tgid, const struct t
 		sk = *s;
 	}
 	struct user_buf ub = {.ptr = c->buf};
-	emit_data(ctx, (struct sock *)sk, c->dir, (__u32)n, &ub, true);
+	emit_data(ctx, (struct sock *)sk, c->dir, (__u32)n, &ub, true, false);
 	return true;
 }
 
