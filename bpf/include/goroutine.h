@@ -146,6 +146,16 @@ static __always_inline __u64 user_g(void)
 	return r ? r->r14 : 0;
 }
 
+/* The id of goroutine g of a Go process; 0 when it cannot be read. Where
+ * its creator's is not needed, one read less than go_id_of. */
+static __always_inline __u64 go_goid(const struct proc_info *pi, __u64 g)
+{
+	__u64 goid = 0;
+	if (g)
+		bpf_probe_read_user(&goid, sizeof(goid), (void *)(g + pi->goid_off));
+	return goid;
+}
+
 /* The ids of goroutine g of a Go process; false when they cannot be read. */
 static __always_inline bool go_id_of(const struct proc_info *pi, __u64 g, struct go_id *out)
 {
@@ -171,9 +181,7 @@ static __always_inline void go_note_sender(__u64 pid_tgid)
 	struct proc_info *pi = proc_of(pid_tgid >> 32);
 	if (!pi || pi->mode != WEFT_MODE_GO || !(pi->clients || note_all_senders))
 		return;
-	struct go_id id;
-	if (!go_id_of(pi, user_g(), &id))
-		id.goid = id.parent = 0;
+	struct go_id id = {.goid = go_goid(pi, user_g())};
 	/* In place when the thread has an entry: an LRU update allocates. */
 	struct go_id *noted = bpf_map_lookup_elem(&go_sender, &pid_tgid);
 	if (noted)

@@ -510,8 +510,7 @@ static __always_inline void server_request(struct event_header *h, const __u8 *d
 	struct span_ctx active = {};
 	__u64 k = ctx_key(h->pid, h->key);
 	bool go = pi && pi->mode == WEFT_MODE_GO;
-	struct go_id gid = {};
-	__u64 g = go && go_id_of(pi, user_g(), &gid) ? gid.goid : 0;
+	__u64 g = go ? go_goid(pi, user_g()) : 0;
 	enum tp_result r = parse_traceparent(data, n, HEAD_START, &in);
 	if (r != TP_FOUND && linked) { /* what the TLS client decided (tlslink.h) */
 		in = *link;
@@ -733,7 +732,7 @@ static __always_inline void client_request(struct event_header *h, const __u8 *d
 	conn_key_of_event(h, &ck);
 	struct go_id gid = {};
 	if (pi && pi->mode == WEFT_MODE_GO)
-		go_id_of(pi, user_g(), &gid);
+		gid.goid = go_goid(pi, user_g());
 	new_client_ctx(pid_tgid, h->key, &ck, pi && pi->mode == WEFT_MODE_GO ? &gid : 0, &c, h->parent_id);
 	__builtin_memcpy(h->trace_id, c.trace_id, 16);
 	__builtin_memcpy(h->span_id, c.span_id, 8);
