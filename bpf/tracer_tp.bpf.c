@@ -250,6 +250,11 @@ static __always_inline void agent_note(struct pt_regs *r, __u64 pid_tgid)
 
 static __always_inline int socket_call(void *ctx, struct sock *sk, int ret, int flags, bool send)
 {
+	/* A read that moved nothing (Go's reads until EAGAIN, any process's)
+	 * has nothing to copy: only a slot refresh, below, needs it, and
+	 * not even the process's lookup is made for it. */
+	if (!send && ret <= 0 && !slots_in_use)
+		return 0;
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	if (!pid_traced(pid_tgid >> 32))
 		return 0;
@@ -257,9 +262,8 @@ static __always_inline int socket_call(void *ctx, struct sock *sk, int ret, int 
 	 * (a server's) went through no sk_msg claim. */
 	if (send && propagation_on && bpf_map_lookup_elem(&send_claims, &pid_tgid))
 		bpf_map_delete_elem(&send_claims, &pid_tgid);
-	/* A call that moved nothing (Go's reads until EAGAIN) has nothing to
-	 * copy: only a slot refresh, below, and the Java agent's notes
-	 * (AF_UNIX sends failing with ENOTCONN) need it. */
+	/* Nor a send that moved nothing, once its claim is cleared, but for
+	 * the Java agent's notes (AF_UNIX sends failing with ENOTCONN). */
 	if (ret <= 0 && !slots_in_use && !(send && ret == -ENOTCONN))
 		return 0;
 	__u16 family = sk->__sk_common.skc_family;
