@@ -258,10 +258,9 @@ static __always_inline int socket_call(void *ctx, struct sock *sk, int ret, int 
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	if (!pid_traced(pid_tgid >> 32))
 		return 0;
-	/* Looked up first: a delete takes the bucket's lock, and most sends
-	 * (a server's) went through no sk_msg claim. */
-	if (send && propagation_on && bpf_map_lookup_elem(&send_claims, &pid_tgid))
-		bpf_map_delete_elem(&send_claims, &pid_tgid);
+	/* Most sends (a server's) went through no sk_msg claim. */
+	if (send && propagation_on)
+		delete_present(&send_claims, &pid_tgid);
 	/* Nor a send that moved nothing, once its claim is cleared, but for
 	 * the Java agent's notes (AF_UNIX sends failing with ENOTCONN). */
 	if (ret <= 0 && !slots_in_use && !(send && ret == -ENOTCONN))

@@ -29,6 +29,7 @@
 #include <bpf/bpf_helpers.h>
 #include "weft.h"
 #include "stats.h"
+#include "maputil.h"
 
 #define TLS_FP_LEN 24
 
@@ -123,10 +124,8 @@ static __always_inline void tls_bio_socket_call(struct proc_info *pi, __u64 pid_
 	if (!pi || !(pi->tls & WEFT_PROC_TLS_BIO))
 		return;
 	/* Runtimes feed a BIO and call the library with no socket call
-	 * between: after one, what the thread fed names nothing. (A lookup
-	 * first: a delete of a missing key costs more, on every call.) */
-	if (bpf_map_lookup_elem(&tls_fed, &pid_tgid))
-		bpf_map_delete_elem(&tls_fed, &pid_tgid);
+	 * between: after one, what the thread fed names nothing. */
+	delete_present(&tls_fed, &pid_tgid);
 	if (tls_bio_tied(sk, pid_tgid >> 32))
 		return;
 	struct tls_fp_key fp = {.tgid = pid_tgid >> 32};

@@ -10,6 +10,7 @@
 #include "weft.h"
 #include "stats.h"
 #include "mount.h"
+#include "maputil.h"
 #include "procmode.h"
 #include "goroutine.h"
 
@@ -533,8 +534,7 @@ static __always_inline void server_request(struct event_header *h, const __u8 *d
 	} else {
 		if (r == TP_NOT_YET)
 			count(WEFT_STAT_TRACEPARENT_UNSEEN);
-		if (bpf_map_lookup_elem(&pending_head, &sock)) /* a delete locks */
-			bpf_map_delete_elem(&pending_head, &sock);
+		delete_present(&pending_head, &sock);
 	}
 	h->ctx_kind = WEFT_CTX_SERVER;
 	__builtin_memcpy(active.trace_id, h->trace_id, 16);
