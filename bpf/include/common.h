@@ -699,11 +699,12 @@ int weft_sock_state(struct trace_event_raw_inet_sock_set_state *ctx)
 	if (unread && (ctx->oldstate == TCP_CLOSE_WAIT || ctx->oldstate == TCP_LAST_ACK))
 		unread--;
 	bpf_map_delete_elem(&tracked_socks, &id);
-	bpf_map_delete_elem(&not_http_socks, &id);
+	/* Most sockets are in none of these: a lookup locks nothing. */
+	delete_present(&not_http_socks, &id);
 	h2_forget(id);
 	__u64 plain = TLS_SOCK_KEY(id);
-	bpf_map_delete_elem(&not_http_socks, &plain);
-	bpf_map_delete_elem(&tls_bio_socks, &id);
+	delete_present(&not_http_socks, &plain);
+	delete_present(&tls_bio_socks, &id);
 	h2_forget(plain);
 	serving_closed(id);
 	emit_small_gap(WEFT_EV_CLOSE, id, 0, 0, by_peer ? WEFT_DIR_INGRESS : WEFT_DIR_EGRESS, unread, wakeup_flags(), gap);

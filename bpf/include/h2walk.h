@@ -265,9 +265,9 @@ static __always_inline struct h2_walk *h2_detect(struct event_buf *e, __u64 sk, 
 static __always_inline void h2_forget(__u64 sk)
 {
 	struct h2_key k = {.sock = sk, .dir = 0};
-	bpf_map_delete_elem(&h2_conns, &k);
+	delete_present(&h2_conns, &k);
 	k.dir = 1;
-	bpf_map_delete_elem(&h2_conns, &k);
+	delete_present(&h2_conns, &k);
 }
 
 #endif
