@@ -479,13 +479,14 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 	}
 
 	h->capture = WEFT_CAP_PREFIX;
-	struct h2_walk *h2 = h2_lookup(sid, dir);
+	/* The TLS programs' plaintext (no pi) always asks. */
+	struct h2_walk *h2 = !pi || pi->h2 ? h2_lookup(sid, dir) : NULL;
 	__u64 n = 0;
 	if (!h2) {
 		n = copy_payload(e, ub, bytes);
 		if (n == 0 && bytes > 0)
 			count(WEFT_STAT_LOST_READ);
-		h2 = h2_detect(e, sid, dir, n, bytes);
+		h2 = h2_detect(e, pi, sid, dir, n, bytes);
 	}
 	if (h2) {
 		n = h2_compact(e, ub, h2, bytes);

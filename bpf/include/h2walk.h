@@ -243,10 +243,15 @@ static __always_inline struct h2_walk *h2_lookup(__u64 sk, __u8 dir)
 
 /* A call that opens with the preface (in the n bytes copied to e) starts
  * both directions' walks; returns this direction's. */
-static __always_inline struct h2_walk *h2_detect(struct event_buf *e, __u64 sk, __u8 dir, __u32 n, __u32 bytes)
+static __always_inline struct h2_walk *h2_detect(struct event_buf *e, struct proc_info *pi, __u64 sk, __u8 dir, __u32 n,
+						 __u32 bytes)
 {
 	if (!h2_preface(e->data, n, bytes))
 		return NULL;
+	/* Before the walk exists: the other direction's next call, on
+	 * another CPU, must look for it. */
+	if (pi && !pi->h2)
+		pi->h2 = 1;
 	struct h2_key k = {.sock = sk, .dir = dir};
 	struct h2_key other = {.sock = sk, .dir = !dir};
 	struct h2_walk fresh = {};

@@ -149,7 +149,9 @@ struct proc_info {
 	__u16 parent_goid_off;
 	__u8 tls; /* enum weft_proc_tls: set by the kernel side at its first
 	           * TLS call, kept by user space */
-	__u8 _pad2;
+	__u8 h2;  /* set by the kernel side before the first HTTP/2 connection
+	           * its socket calls open, kept by user space: until then
+	           * they skip the HTTP/2 walk's lookup */
 };
 
 /* What a process's TLS library calls need of its socket calls (tls.h). */

@@ -194,7 +194,7 @@ type kprobeProcInfo struct {
 	GoidOff       uint16
 	ParentGoidOff uint16
 	Tls           uint8
-	Pad2          uint8
+	H2            uint8
 }
 
 type kprobeServing struct {

@@ -196,7 +196,7 @@ type tpProcInfo struct {
 	GoidOff       uint16
 	ParentGoidOff uint16
 	Tls           uint8
-	Pad2          uint8
+	H2            uint8
 }
 
 type tpServing struct {
