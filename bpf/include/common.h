@@ -423,9 +423,9 @@ __noinline int trace_context(struct event_buf *e, __u32 n, __u64 pid_tgid, struc
 #include "h2claim.h"
 
 /* Emits one data event: header plus the first capture_max bytes (or an
- * HTTP/2 connection's frames, h2walk.h). */
-/* sk_btf: sk is a BTF pointer (the socket tracepoints' argument), which
- * the program may load from directly. */
+ * HTTP/2 connection's frames, h2walk.h). sk_btf: sk is a BTF pointer (the
+ * socket tracepoints' argument), which the program may load from
+ * directly. */
 static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u32 bytes, const struct user_buf *ub,
 				      bool tls, bool sk_btf)
 {
