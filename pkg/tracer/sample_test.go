@@ -441,10 +441,19 @@ func pythonPath(t *testing.T) string {
 // A traced HTTP server that burns CPU inside a request: the samples taken
 // meanwhile carry the server span (which continues the caller's trace),
 // and traces_ctx_v1 names that span for the serving thread until the
-// response starts.
+// response starts; unpublished (neither pinned nor asked for), it stays
+// empty while the samples still carry the span.
 func TestServerSpanInSamplesAndTracesCtx(t *testing.T) {
 	testenv.RequirePrivileged(t)
-	tr := openTestTracer(t, Options{TracesCtx: true})
+	for _, publish := range []bool{true, false} {
+		t.Run(map[bool]string{true: "published", false: "unpublished"}[publish], func(t *testing.T) {
+			serverSpanInSamples(t, publish)
+		})
+	}
+}
+
+func serverSpanInSamples(t *testing.T, publish bool) {
+	tr := openTestTracer(t, Options{TracesCtx: publish})
 
 	srv, _, stdout := tracedPython(t, tr, `import http.server, time
 class H(http.server.BaseHTTPRequestHandler):
@@ -495,23 +504,30 @@ srv.serve_forever()
 		done <- err
 	}()
 
-	// While the request is served, the serving thread's entry names it.
+	// While the request is served, the serving thread's entry names it
+	// (published), or there is none (unpublished).
 	var inReq TracesCtxValue
 	for deadline := time.Now().Add(900 * time.Millisecond); ; {
 		v, ok, err := tr.TracesCtx(pid, pid)
 		if err != nil {
 			t.Fatal(err)
 		}
+		if ok && !publish {
+			t.Fatalf("traces_ctx_v1 entry %x/%x though it is not published", v.TraceID, v.SpanID)
+		}
 		if ok {
 			inReq = v
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("no traces_ctx_v1 entry for the serving thread during the request")
+			if publish {
+				t.Fatal("no traces_ctx_v1 entry for the serving thread during the request")
+			}
+			break
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if inReq.TraceID != traceID || inReq.SpanID == [8]byte{} {
+	if publish && (inReq.TraceID != traceID || inReq.SpanID == [8]byte{}) {
 		t.Errorf("traces_ctx_v1 during the request: %x/%x, want trace %x and a span", inReq.TraceID, inReq.SpanID, traceID)
 	}
 
@@ -537,8 +553,11 @@ srv.serve_forever()
 		if smp.PID != pid {
 			t.Fatalf("sample of untraced pid %d", smp.PID)
 		}
+		if !publish && inReq.SpanID == [8]byte{} && smp.TraceID == traceID {
+			inReq.SpanID = smp.SpanID // the span the first sample names
+		}
 		switch {
-		case smp.TraceID == traceID && smp.SpanID == inReq.SpanID:
+		case smp.TraceID == traceID && smp.SpanID == inReq.SpanID && smp.InSpan():
 			inSpan++
 		case smp.InSpan():
 			t.Errorf("sample in span %x/%x, the request's is %x/%x", smp.TraceID, smp.SpanID, traceID, inReq.SpanID)
