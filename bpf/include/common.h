@@ -411,7 +411,8 @@ __noinline int trace_context(struct event_buf *e, __u32 n, __u64 pid_tgid, struc
 {
 	if (!e)
 		return 0;
-	if (!pi)
+	/* The socket path looked already; the TLS programs did not. */
+	if (!pi && e->hdr.tls)
 		pi = proc_of(pid_tgid >> 32);
 	BOUND(n, 0x1fff);
 	assign_trace_context(&e->hdr, e->data, n, pid_tgid, pi, &e->tls_link, e->tls_linked);
