@@ -354,6 +354,39 @@ static __always_inline __u32 head_tail(__u32 prev, const __u8 *d, __u32 n)
 	return prev & 0xffffff;
 }
 
+/* Parses a traceparent value of version 00 (55 characters at v) into ctx
+ * (trace id, parent span id in span_id, flags); false when invalid. */
+static __always_inline bool parse_tp_value(const __u8 *v, struct span_ctx *ctx)
+{
+	if (v[0] != '0' || v[1] != '0' || v[2] != '-' || v[35] != '-' || v[52] != '-')
+		return false;
+	__u8 any = 0;
+	for (int k = 0; k < 16; k++) {
+		int hi = unhex(v[3 + 2 * k]), lo = unhex(v[4 + 2 * k]);
+		if (hi < 0 || lo < 0)
+			return false;
+		ctx->trace_id[k] = hi << 4 | lo;
+		any |= ctx->trace_id[k];
+	}
+	if (!any)
+		return false;
+	any = 0;
+	for (int k = 0; k < 8; k++) {
+		int hi = unhex(v[36 + 2 * k]), lo = unhex(v[37 + 2 * k]);
+		if (hi < 0 || lo < 0)
+			return false;
+		ctx->span_id[k] = hi << 4 | lo;
+		any |= ctx->span_id[k];
+	}
+	if (!any)
+		return false;
+	int fh = unhex(v[53]), fl = unhex(v[54]);
+	if (fh < 0 || fl < 0)
+		return false;
+	ctx->trace_flags = fh << 4 | fl;
+	return true;
+}
+
 /* Parses a W3C traceparent (version 00) header from captured request
  * bytes into ctx (trace id, parent span id in span_id, flags). prev:
  * HEAD_START, or what came before data in the same head (HEAD_CONT). */
@@ -374,34 +407,7 @@ static __always_inline enum tp_result parse_traceparent(const __u8 *data, __u32 
 value:
 	if (!s.found)
 		return s.head_end ? TP_ABSENT : TP_NOT_YET;
-	const __u8 *v = data + (s.found & (WEFT_MAX_CAPTURE - 1));
-	if (v[0] != '0' || v[1] != '0' || v[2] != '-' || v[35] != '-' || v[52] != '-')
-		return TP_ABSENT;
-	__u8 any = 0;
-	for (int k = 0; k < 16; k++) {
-		int hi = unhex(v[3 + 2 * k]), lo = unhex(v[4 + 2 * k]);
-		if (hi < 0 || lo < 0)
-			return TP_ABSENT;
-		ctx->trace_id[k] = hi << 4 | lo;
-		any |= ctx->trace_id[k];
-	}
-	if (!any)
-		return TP_ABSENT;
-	any = 0;
-	for (int k = 0; k < 8; k++) {
-		int hi = unhex(v[36 + 2 * k]), lo = unhex(v[37 + 2 * k]);
-		if (hi < 0 || lo < 0)
-			return TP_ABSENT;
-		ctx->span_id[k] = hi << 4 | lo;
-		any |= ctx->span_id[k];
-	}
-	if (!any)
-		return TP_ABSENT;
-	int fh = unhex(v[53]), fl = unhex(v[54]);
-	if (fh < 0 || fl < 0)
-		return TP_ABSENT;
-	ctx->trace_flags = fh << 4 | fl;
-	return TP_FOUND;
+	return parse_tp_value(data + (s.found & (WEFT_MAX_CAPTURE - 1)), ctx) ? TP_FOUND : TP_ABSENT;
 }
 
 /* A server span whose request head was cut before its end with no
