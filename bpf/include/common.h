@@ -510,7 +510,7 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 			    (dir == WEFT_DIR_INGRESS && bpf_map_lookup_elem(&start_prefixes, &h->sock_id))))
 			e->tls_linked = dir == WEFT_DIR_INGRESS ? tls_link_server(h, &e->tls_link) : tls_link_client(h);
 		trace_context(e, n, pid_tgid, pi);
-	} else if (dir == WEFT_DIR_EGRESS) {
+	} else {
 		h2_stream_parent(h);
 	}
 	/* The lookup track_sock would make, made before the output: the

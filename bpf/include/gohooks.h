@@ -56,8 +56,12 @@ int weft_go_newproc1(struct pt_regs *ctx)
 	return 0;
 }
 
+static __always_inline bool go_h2_handed(__u32 tgid, __u64 creator, __u64 child);
+
 /* The new goroutine newg works for its creator's live request, if any:
- * a copy of the creator's entry (whose root says when it ends). */
+ * a copy of the creator's entry (whose root says when it ends); or it is
+ * a grpc-go stream's handler, which serves the stream's span
+ * (h2serve.h). */
 static __always_inline void go_created(__u64 pid_tgid, __u64 newg)
 {
 	__u32 tgid = pid_tgid >> 32;
@@ -77,6 +81,8 @@ static __always_inline void go_created(__u64 pid_tgid, __u64 newg)
 			creator.goid = c.goid;
 		bpf_map_delete_elem(&go_creating, &pid_tgid);
 	}
+	if (pi->h2 && go_h2_handed(tgid, creator.goid, child.goid))
+		return;
 	bool stale = false;
 	struct go_ctx parent;
 	if (go_entry(tgid, creator.goid, &stale, &parent))
@@ -218,5 +224,7 @@ int weft_go_grpc_headers(struct pt_regs *ctx)
 	bpf_map_delete_elem(&grpc_items, &k);
 	return 0;
 }
+
+#include "h2serve.h"
 
 #endif

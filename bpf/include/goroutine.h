@@ -27,6 +27,12 @@
 #include "stats.h"
 #include "procmode.h"
 
+/* A probe on a stack check's JBE (Go's entry probes) passes twice when
+ * the stack must grow first: the pass into the body is the one with
+ * neither flag set. */
+#define X86_FLAGS_CF 0x0001
+#define X86_FLAGS_ZF 0x0040
+
 /* A goroutine, by id, and the goroutine that created it (0: unknown). */
 struct go_id {
 	__u64 goid;

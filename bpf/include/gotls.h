@@ -30,8 +30,6 @@ enum go_tls_probe {
 };
 #define GO_TLS_RET 0x100 /* cookie bit: a RET of the function */
 #define GO_TLS_AT_CHECK 0x200 /* cookie bit: the probe is the stack check's JBE */
-#define X86_FLAGS_CF 0x0001
-#define X86_FLAGS_ZF 0x0040
 #define TLS_RECORD_APPLICATION_DATA 23
 
 static __always_inline int go_tls(struct pt_regs *ctx)

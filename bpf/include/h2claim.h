@@ -84,9 +84,11 @@ static __always_inline void emit_h2_claim(__u32 tgid, __u64 writer, __u32 stream
 	count(WEFT_STAT_EVENTS);
 }
 
-/* A write on an HTTP/2 connection: its goroutine's id in a Go process,
- * its thread's elsewhere (whose claims are events too, jvmtls.h); and the
- * claim of its goroutine, if any, go into the event (WEFT_CTX_H2_STREAM).
+/* A call on an HTTP/2 connection: its goroutine's id in a Go process,
+ * its thread's elsewhere (whose claims are events too, jvmtls.h), go into
+ * the event; for a write, the claim of its goroutine too, if any
+ * (WEFT_CTX_H2_STREAM). A read's goroutine names the connection a grpc-go
+ * server's stream claims are for (h2serve.h).
  * The map
  * key is built in the event's pipelined-ids field, unused on HTTP/2, not
  * on the stack: the programs that inline emit_data have little left. */
@@ -106,7 +108,7 @@ static __noinline void h2_stream_parent(struct event_header *h)
 	k->_pad = 0;
 	if (bpf_probe_read_user(&k->id, sizeof(k->id), (void *)(user_g() + pi->goid_off)) == 0) {
 		h->goid = k->id;
-		struct h2_claim *c = bpf_map_lookup_elem(&h2_claims, k);
+		struct h2_claim *c = h->dir == WEFT_DIR_EGRESS ? bpf_map_lookup_elem(&h2_claims, k) : NULL;
 		if (c) {
 			h->ctx_kind = WEFT_CTX_H2_STREAM;
 			h->h2_stream = c->stream;

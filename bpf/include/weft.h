@@ -17,6 +17,9 @@ enum weft_event_kind {
 	WEFT_EV_AGENT = 6, /* a traced process began to speak the mount protocol (its agent loaded) */
 	WEFT_EV_H2_CLAIM = 7, /* goroutine goid will write stream h2_stream's HEADERS
 	                       * for the request parent_id of trace_id (h2claim.h) */
+	WEFT_EV_H2_SERVE = 8, /* the HTTP/2 server stream h2_stream of the connection goroutine
+	                       * goid reads (or sock_id, its creator, read first) is span
+	                       * span_id of trace_id under parent_id (h2serve.h) */
 };
 
 /* What the trace context fields of an event say. */
@@ -108,9 +111,9 @@ struct event_header {
 	 * plaintext's. */
 	__u8 gap;
 	__u8 _pad2[2];
-	__u32 h2_stream; /* WEFT_CTX_H2_STREAM and WEFT_EV_H2_CLAIM: the stream */
-	/* The goroutine that wrote an HTTP/2 segment of a Go process, or that
-	 * a WEFT_EV_H2_CLAIM names; 0 otherwise. */
+	__u32 h2_stream; /* WEFT_CTX_H2_STREAM, WEFT_EV_H2_CLAIM and _SERVE: the stream */
+	/* The goroutine that wrote or read an HTTP/2 segment of a Go process,
+	 * or that a WEFT_EV_H2_CLAIM or _SERVE names; 0 otherwise. */
 	__u64 goid;
 };
 

@@ -104,6 +104,9 @@ type Stats struct {
 	// H2Linked: server streams parented by the client span of the same
 	// connection's other end on this host (h2link.go).
 	H2Linked atomic.Uint64
+	// H2ServedUnmatched: server streams the kernel gave ids (and their
+	// handler) that no followed stream took (h2serve.go).
+	H2ServedUnmatched atomic.Uint64
 
 	mu     sync.Mutex
 	byKind httpparse.ErrorCounts // parse errors by reason
@@ -131,6 +134,7 @@ func (s *Stats) Snapshot() map[string]uint64 {
 		"requests_lost_gap":          s.LostInGap.Load(),
 		"h2_parents_unmatched":       s.H2ClaimsUnmatched.Load(),
 		"h2_streams_linked":          s.H2Linked.Load(),
+		"h2_served_unmatched":        s.H2ServedUnmatched.Load(),
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -249,9 +253,12 @@ type Correlator struct {
 	// h2claims: the requests of client streams a Go goroutine will open
 	// for others (h2claims.go).
 	h2claims map[h2ClaimKey]h2Claim
-	ids      *idSource
-	stats    Stats
-	log      *slog.Logger
+	// h2readers: the HTTP/2 server connection each goroutine reads
+	// (h2serve.go).
+	h2readers map[h2ReaderKey]*conn
+	ids       *idSource
+	stats     Stats
+	log       *slog.Logger
 	// dropping is set while weft itself removes a connection, so that the
 	// LRU's eviction callback only acts on evictions by capacity.
 	dropping bool
@@ -280,6 +287,7 @@ func New(opts Options, emit func(*spans.Span)) *Correlator {
 		c.abandon(cn, cn.lastTS, "connection_evicted")
 		if cn.h2 != nil {
 			c.unlinkClient(cn.h2, cn.lastTS)
+			c.forgetH2Reader(cn)
 		}
 	})
 	return c
@@ -321,6 +329,8 @@ func (c *Correlator) Handle(ev *event.Event) {
 		c.exit(ev.PID, ev.Time)
 	case event.KindH2Claim:
 		c.h2Claim(ev)
+	case event.KindH2Serve:
+		c.h2Serve(ev)
 	}
 }
 

@@ -35,6 +35,10 @@ type h2conn struct {
 	// peer is the client table a server connection's streams linked to
 	// first: the same connection's other end, kept after its close.
 	peer *h2linkTable
+	// reader is the goroutine the connection's reads name, and served
+	// the ids the kernel decided for its server streams (h2serve.go).
+	reader h2ReaderKey
+	served map[uint32]spanIDs
 }
 
 var (
@@ -76,6 +80,8 @@ func (c *Correlator) closeH2(cn *conn, ts uint64) {
 		c.stats.H2StreamsLost.Add(uint64(hc.c.Open()))
 	}
 	c.unlinkClient(hc, ts)
+	c.forgetH2Reader(cn)
+	hc.served = nil
 	if ex := hc.upgraded; ex != nil {
 		hc.upgraded = nil
 		ex.span.ErrorType = "response_incomplete"
@@ -101,6 +107,8 @@ func (c *Correlator) h2data(cn *conn, ev *event.Event) {
 			done = hc.c.FeedRequest(ev.Payload, len(ev.Payload), ev.Time)
 			if hc.requests == event.Egress {
 				c.openStreams(hc, ev)
+			} else {
+				c.h2Reader(cn, ev)
 			}
 		} else {
 			done = hc.c.FeedResponse(ev.Payload, len(ev.Payload), ev.Time)
@@ -121,7 +129,8 @@ func (c *Correlator) loseH2(cn *conn, ts uint64, why error) {
 	hc := cn.h2
 	hc.lost = true
 	c.unlinkClient(hc, ts)
-	hc.streams = nil
+	c.forgetH2Reader(cn)
+	hc.streams, hc.served = nil, nil
 	c.stats.H2Lost.Add(1)
 	c.stats.H2StreamsLost.Add(uint64(hc.c.Open()))
 	c.log.Debug("HTTP/2 connection no longer followed", "conn", cn.id, "pid", cn.pid, "reason", why)
@@ -172,9 +181,10 @@ func (c *Correlator) openStreams(hc *h2conn, ev *event.Event) {
 }
 
 // h2span turns a finished stream into its span. A client span has the
-// ids openStreams gave it. A server span joins the trace of the stream's
-// traceparent, else, when weft traces the client on this host, the
-// client span's (h2link.go), else a trace of its own.
+// ids openStreams gave it. A server span has the ids the kernel gave its
+// handler (h2serve.go), else joins the trace of the stream's traceparent,
+// else, when weft traces the client on this host, the client span's
+// (h2link.go), else a trace of its own.
 func (c *Correlator) h2span(cn *conn, x *h2.Exchange) {
 	if ex := cn.h2.upgraded; ex != nil && x.StreamID == 1 {
 		// The upgrade request's span, with the ids the kernel gave it,
@@ -220,6 +230,8 @@ func (c *Correlator) h2span(cn *conn, x *h2.Exchange) {
 	case kind == spans.KindClient && opened:
 		delete(cn.h2.streams, x.StreamID)
 		cn.h2.links.end(x.StreamID)
+		ex.span.TraceID, ex.span.SpanID, ex.span.ParentID, ex.span.TraceFlags = ids.trace, ids.span, ids.parent, ids.flags
+	case kind == spans.KindServer && takeH2Served(cn.h2, x.StreamID, &ids):
 		ex.span.TraceID, ex.span.SpanID, ex.span.ParentID, ex.span.TraceFlags = ids.trace, ids.span, ids.parent, ids.flags
 	case kind == spans.KindServer:
 		ex.span.SpanID = c.ids.spanID()

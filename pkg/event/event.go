@@ -28,6 +28,12 @@ const (
 	// HEADERS of HTTP/2 stream H2Stream for the request ParentID of
 	// TraceID (grpc-go's loopy writer, which writes every stream's).
 	KindH2Claim Kind = 7
+	// KindH2Serve: the HTTP/2 server stream H2Stream of the connection
+	// goroutine Goroutine of process PID reads (or its creator,
+	// Creator, read first) is span SpanID of TraceID under ParentID,
+	// which the kernel decided from the stream's traceparent for the
+	// stream's handler (grpc-go's server).
+	KindH2Serve Kind = 8
 )
 
 // Direction is the flow of bytes relative to the traced process.
@@ -95,11 +101,15 @@ type Event struct {
 	// MoreSpanIDs are the client spans of requests pipelined after the
 	// first in the same send (same trace and parent), in order.
 	MoreSpanIDs [][8]byte
-	// H2Stream is the stream of a CtxH2Stream event or a KindH2Claim.
+	// H2Stream is the stream of a CtxH2Stream event, a KindH2Claim or a
+	// KindH2Serve.
 	H2Stream uint32
-	// Goroutine is the goroutine that wrote an HTTP/2 segment of a Go
-	// process, or that a KindH2Claim names; 0 otherwise.
+	// Goroutine is the goroutine that wrote or read an HTTP/2 segment of
+	// a Go process (its thread elsewhere), or that a KindH2Claim or
+	// KindH2Serve names; 0 otherwise.
 	Goroutine uint64
+	// Creator is the goroutine that created Goroutine (a KindH2Serve).
+	Creator uint64
 	// Capture says what Payload is.
 	Capture Capture
 	// TLS: Payload is the plaintext a TLS library read or wrote on the

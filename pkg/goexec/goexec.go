@@ -48,6 +48,15 @@ const (
 	GRPCClientHeaders   = "google.golang.org/grpc/internal/transport.(*loopyWriter).clientHeaderHandler"
 	GRPCOriginateStream = "google.golang.org/grpc/internal/transport.(*loopyWriter).originateStream"
 	grpcExecuteAndPut   = "google.golang.org/grpc/internal/transport.(*controlBuffer).executeAndPut"
+	// GRPCServeHeaders decodes a grpc-go server stream's HEADERS on the
+	// connection's reader goroutine and starts the stream's handler
+	// goroutine (the frame in RDI); GRPCServeStatus runs on the handler's
+	// goroutine once the handler returned. Found together only in the
+	// grpc-go releases whose streams are ServerStreams (1.6x and later):
+	// before, writeStatus was WriteStatus and operateHeaders took the
+	// frame first.
+	GRPCServeHeaders = "google.golang.org/grpc/internal/transport.(*http2Server).operateHeaders"
+	GRPCServeStatus  = "google.golang.org/grpc/internal/transport.(*http2Server).writeStatus"
 	// casgstatus is called by newproc1 to make the new goroutine runnable.
 	casgstatus = "runtime.casgstatus"
 	// TLSRead, TLSWrite: crypto/tls's plaintext. Read is probed at entry
@@ -178,6 +187,14 @@ func (b *Binary) GRPCClient() (GRPCLoopyTake, bool) {
 	return GRPCLoopyTake{}, false
 }
 
+// GRPCServer reports whether the binary has grpc-go's server transport:
+// where it decodes a stream's HEADERS and where a handler's status goes.
+func (b *Binary) GRPCServer() bool {
+	_, headers := b.Funcs[GRPCServeHeaders]
+	_, status := b.Funcs[GRPCServeStatus]
+	return headers && status
+}
+
 // CryptoTLS reports whether the binary has crypto/tls's connection read
 // with its copy, write with its record calls, and a handshake with its
 // return instructions.
@@ -273,7 +290,8 @@ func Read(r io.ReaderAt) (b *Binary, err error) {
 	if b.Arch == "" && f.Machine == elf.EM_X86_64 {
 		b.Arch = "amd64"
 	}
-	probed := append(append([]string{NewProc1, RoundTrip, WriteLoop, GRPCNewStream, GRPCClientHeaders, GRPCOriginateStream},
+	probed := append(append([]string{NewProc1, RoundTrip, WriteLoop, GRPCNewStream, GRPCClientHeaders, GRPCOriginateStream,
+		GRPCServeHeaders, GRPCServeStatus},
 		h2Funcs...), tlsFuncs...)
 	// The functions whose calls are probed, by caller.
 	callees := map[string]string{NewProc1: casgstatus, GRPCNewStream: grpcExecuteAndPut,

@@ -48,6 +48,9 @@ func Decode(raw []byte, ev *event.Event) error {
 		H2Stream:   h.H2Stream,
 		Goroutine:  h.Goid,
 	}
+	if ev.Kind == event.KindH2Serve { // no socket: the reader's creator
+		ev.ConnID, ev.Creator = 0, h.SockId
+	}
 	ev.Gap = event.Gap(h.Gap)
 	if ev.TLS {
 		ev.ConnID = event.TLSConn(ev.ConnID)

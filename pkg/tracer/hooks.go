@@ -141,6 +141,8 @@ var hooks = []hook{
 	{prog: "weft_go_h2_headers", paths: onEvery, feature: runtimeHooks},
 	{prog: "weft_go_grpc_put", paths: onEvery, feature: runtimeHooks},
 	{prog: "weft_go_grpc_headers", paths: onEvery, feature: runtimeHooks},
+	{prog: "weft_go_grpc_serve_headers", paths: onEvery, feature: runtimeHooks},
+	{prog: "weft_go_grpc_serve_status", paths: onEvery, feature: runtimeHooks},
 	{prog: "weft_ngx_upstream_init", paths: onEvery, feature: runtimeHooks},
 	{prog: "weft_ngx_upstream_init_ret", paths: onEvery, feature: runtimeHooks},
 	{prog: "weft_ngx_connect_peer", paths: onEvery, feature: runtimeHooks},
@@ -218,6 +220,8 @@ type runtimePrograms struct {
 	GoH2Headers        *ebpf.Program `ebpf:"weft_go_h2_headers"`
 	GoGRPCPut          *ebpf.Program `ebpf:"weft_go_grpc_put"`
 	GoGRPCHeaders      *ebpf.Program `ebpf:"weft_go_grpc_headers"`
+	GoGRPCServeHeaders *ebpf.Program `ebpf:"weft_go_grpc_serve_headers"`
+	GoGRPCServeStatus  *ebpf.Program `ebpf:"weft_go_grpc_serve_status"`
 	NgxUpstreamInit    *ebpf.Program `ebpf:"weft_ngx_upstream_init"`
 	NgxUpstreamInitRet *ebpf.Program `ebpf:"weft_ngx_upstream_init_ret"`
 	NgxConnectPeer     *ebpf.Program `ebpf:"weft_ngx_connect_peer"`
@@ -297,6 +301,7 @@ func (o *objects) Close() error {
 
 func (r *runtimePrograms) Close() error {
 	return closeAll(r.GoNewproc1, r.GoNewproc1Casg, r.GoNewproc1Ret, r.GoRoundtrip, r.GoWriteloop, r.GoH2Headers, r.GoGRPCPut, r.GoGRPCHeaders,
+		r.GoGRPCServeHeaders, r.GoGRPCServeStatus,
 		r.NgxUpstreamInit,
 		r.NgxUpstreamInitRet, r.NgxConnectPeer, r.NgxConnectPeerRet, r.NodeAnnounce, r.LibcAnnounce)
 }

@@ -109,6 +109,18 @@ type kprobeGoRoute struct {
 	Pad       [7]uint8
 }
 
+type kprobeGrpcFields struct {
+	_ structs.HostLayout
+	F [32]struct {
+		_         structs.HostLayout
+		Name      uint64
+		NameLen   uint64
+		Value     uint64
+		ValueLen  uint64
+		Sensitive uint64
+	}
+}
+
 type kprobeGrpcItemKey struct {
 	_    structs.HostLayout
 	Tgid uint32
@@ -305,9 +317,11 @@ const (
 	kprobeMapGoActive                = "go_active"
 	kprobeMapGoChildren              = "go_children"
 	kprobeMapGoCreating              = "go_creating"
+	kprobeMapGoH2Handoff             = "go_h2_handoff"
 	kprobeMapGoRoute                 = "go_route"
 	kprobeMapGoSender                = "go_sender"
 	kprobeMapGoWriter                = "go_writer"
+	kprobeMapGrpcFieldsBuf           = "grpc_fields_buf"
 	kprobeMapGrpcItems               = "grpc_items"
 	kprobeMapH2Claims                = "h2_claims"
 	kprobeMapH2Conns                 = "h2_conns"
@@ -351,6 +365,8 @@ const (
 	kprobeProgWeftFork               = "weft_fork"
 	kprobeProgWeftGoGrpcHeaders      = "weft_go_grpc_headers"
 	kprobeProgWeftGoGrpcPut          = "weft_go_grpc_put"
+	kprobeProgWeftGoGrpcServeHeaders = "weft_go_grpc_serve_headers"
+	kprobeProgWeftGoGrpcServeStatus  = "weft_go_grpc_serve_status"
 	kprobeProgWeftGoH2Headers        = "weft_go_h2_headers"
 	kprobeProgWeftGoNewproc1         = "weft_go_newproc1"
 	kprobeProgWeftGoNewproc1Casg     = "weft_go_newproc1_casg"
@@ -456,6 +472,8 @@ type kprobeProgramSpecs struct {
 	WeftFork               *ebpf.ProgramSpec `ebpf:"weft_fork"`
 	WeftGoGrpcHeaders      *ebpf.ProgramSpec `ebpf:"weft_go_grpc_headers"`
 	WeftGoGrpcPut          *ebpf.ProgramSpec `ebpf:"weft_go_grpc_put"`
+	WeftGoGrpcServeHeaders *ebpf.ProgramSpec `ebpf:"weft_go_grpc_serve_headers"`
+	WeftGoGrpcServeStatus  *ebpf.ProgramSpec `ebpf:"weft_go_grpc_serve_status"`
 	WeftGoH2Headers        *ebpf.ProgramSpec `ebpf:"weft_go_h2_headers"`
 	WeftGoNewproc1         *ebpf.ProgramSpec `ebpf:"weft_go_newproc1"`
 	WeftGoNewproc1Casg     *ebpf.ProgramSpec `ebpf:"weft_go_newproc1_casg"`
@@ -507,9 +525,11 @@ type kprobeMapSpecs struct {
 	GoActive        *ebpf.MapSpec `ebpf:"go_active"`
 	GoChildren      *ebpf.MapSpec `ebpf:"go_children"`
 	GoCreating      *ebpf.MapSpec `ebpf:"go_creating"`
+	GoH2Handoff     *ebpf.MapSpec `ebpf:"go_h2_handoff"`
 	GoRoute         *ebpf.MapSpec `ebpf:"go_route"`
 	GoSender        *ebpf.MapSpec `ebpf:"go_sender"`
 	GoWriter        *ebpf.MapSpec `ebpf:"go_writer"`
+	GrpcFieldsBuf   *ebpf.MapSpec `ebpf:"grpc_fields_buf"`
 	GrpcItems       *ebpf.MapSpec `ebpf:"grpc_items"`
 	H2Claims        *ebpf.MapSpec `ebpf:"h2_claims"`
 	H2Conns         *ebpf.MapSpec `ebpf:"h2_conns"`
@@ -607,9 +627,11 @@ type kprobeMaps struct {
 	GoActive        *ebpf.Map `ebpf:"go_active"`
 	GoChildren      *ebpf.Map `ebpf:"go_children"`
 	GoCreating      *ebpf.Map `ebpf:"go_creating"`
+	GoH2Handoff     *ebpf.Map `ebpf:"go_h2_handoff"`
 	GoRoute         *ebpf.Map `ebpf:"go_route"`
 	GoSender        *ebpf.Map `ebpf:"go_sender"`
 	GoWriter        *ebpf.Map `ebpf:"go_writer"`
+	GrpcFieldsBuf   *ebpf.Map `ebpf:"grpc_fields_buf"`
 	GrpcItems       *ebpf.Map `ebpf:"grpc_items"`
 	H2Claims        *ebpf.Map `ebpf:"h2_claims"`
 	H2Conns         *ebpf.Map `ebpf:"h2_conns"`
@@ -662,9 +684,11 @@ func (m *kprobeMaps) Close() error {
 		m.GoActive,
 		m.GoChildren,
 		m.GoCreating,
+		m.GoH2Handoff,
 		m.GoRoute,
 		m.GoSender,
 		m.GoWriter,
+		m.GrpcFieldsBuf,
 		m.GrpcItems,
 		m.H2Claims,
 		m.H2Conns,
@@ -742,6 +766,8 @@ type kprobePrograms struct {
 	WeftFork               *ebpf.Program `ebpf:"weft_fork"`
 	WeftGoGrpcHeaders      *ebpf.Program `ebpf:"weft_go_grpc_headers"`
 	WeftGoGrpcPut          *ebpf.Program `ebpf:"weft_go_grpc_put"`
+	WeftGoGrpcServeHeaders *ebpf.Program `ebpf:"weft_go_grpc_serve_headers"`
+	WeftGoGrpcServeStatus  *ebpf.Program `ebpf:"weft_go_grpc_serve_status"`
 	WeftGoH2Headers        *ebpf.Program `ebpf:"weft_go_h2_headers"`
 	WeftGoNewproc1         *ebpf.Program `ebpf:"weft_go_newproc1"`
 	WeftGoNewproc1Casg     *ebpf.Program `ebpf:"weft_go_newproc1_casg"`
@@ -786,6 +812,8 @@ func (p *kprobePrograms) Close() error {
 		p.WeftFork,
 		p.WeftGoGrpcHeaders,
 		p.WeftGoGrpcPut,
+		p.WeftGoGrpcServeHeaders,
+		p.WeftGoGrpcServeStatus,
 		p.WeftGoH2Headers,
 		p.WeftGoNewproc1,
 		p.WeftGoNewproc1Casg,

@@ -207,6 +207,19 @@ func attachGo(progs *runtimePrograms, pid int, bin *goexec.Binary) (io.Closer, e
 		}
 		probes = append(probes, probe{progs.GoGRPCHeaders, take.Func, bin.Funcs[take.Func].Probe, inRCX})
 	}
+	if bin.GRPCServer() {
+		for _, h := range []struct {
+			prog *ebpf.Program
+			fn   string
+		}{{progs.GoGRPCServeHeaders, goexec.GRPCServeHeaders}, {progs.GoGRPCServeStatus, goexec.GRPCServeStatus}} {
+			f := bin.Funcs[h.fn]
+			var atCheck uint64 // the cookie says the probe is on the stack check's jump
+			if f.Probe != f.Entry {
+				atCheck = 1
+			}
+			probes = append(probes, probe{h.prog, h.fn, f.Probe, atCheck})
+		}
+	}
 	for _, p := range probes {
 		if err = add(p.prog, p.fn, p.addr, p.cookie); err != nil {
 			break

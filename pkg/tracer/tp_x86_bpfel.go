@@ -109,6 +109,18 @@ type tpGoRoute struct {
 	Pad       [7]uint8
 }
 
+type tpGrpcFields struct {
+	_ structs.HostLayout
+	F [32]struct {
+		_         structs.HostLayout
+		Name      uint64
+		NameLen   uint64
+		Value     uint64
+		ValueLen  uint64
+		Sensitive uint64
+	}
+}
+
 type tpGrpcItemKey struct {
 	_    structs.HostLayout
 	Tgid uint32
@@ -327,6 +339,7 @@ const (
 	tpWeftEventKindWEFT_EV_FIRST_FIN tpWeftEventKind = 5
 	tpWeftEventKindWEFT_EV_AGENT     tpWeftEventKind = 6
 	tpWeftEventKindWEFT_EV_H2CLAIM   tpWeftEventKind = 7
+	tpWeftEventKindWEFT_EV_H2SERVE   tpWeftEventKind = 8
 )
 
 type tpWeftProcMode uint32
@@ -385,9 +398,11 @@ const (
 	tpMapGoActive                = "go_active"
 	tpMapGoChildren              = "go_children"
 	tpMapGoCreating              = "go_creating"
+	tpMapGoH2Handoff             = "go_h2_handoff"
 	tpMapGoRoute                 = "go_route"
 	tpMapGoSender                = "go_sender"
 	tpMapGoWriter                = "go_writer"
+	tpMapGrpcFieldsBuf           = "grpc_fields_buf"
 	tpMapGrpcItems               = "grpc_items"
 	tpMapH2Claims                = "h2_claims"
 	tpMapH2Conns                 = "h2_conns"
@@ -446,6 +461,8 @@ const (
 	tpProgWeftFork               = "weft_fork"
 	tpProgWeftGoGrpcHeaders      = "weft_go_grpc_headers"
 	tpProgWeftGoGrpcPut          = "weft_go_grpc_put"
+	tpProgWeftGoGrpcServeHeaders = "weft_go_grpc_serve_headers"
+	tpProgWeftGoGrpcServeStatus  = "weft_go_grpc_serve_status"
 	tpProgWeftGoH2Headers        = "weft_go_h2_headers"
 	tpProgWeftGoNewproc1         = "weft_go_newproc1"
 	tpProgWeftGoNewproc1Casg     = "weft_go_newproc1_casg"
@@ -566,6 +583,8 @@ type tpProgramSpecs struct {
 	WeftFork               *ebpf.ProgramSpec `ebpf:"weft_fork"`
 	WeftGoGrpcHeaders      *ebpf.ProgramSpec `ebpf:"weft_go_grpc_headers"`
 	WeftGoGrpcPut          *ebpf.ProgramSpec `ebpf:"weft_go_grpc_put"`
+	WeftGoGrpcServeHeaders *ebpf.ProgramSpec `ebpf:"weft_go_grpc_serve_headers"`
+	WeftGoGrpcServeStatus  *ebpf.ProgramSpec `ebpf:"weft_go_grpc_serve_status"`
 	WeftGoH2Headers        *ebpf.ProgramSpec `ebpf:"weft_go_h2_headers"`
 	WeftGoNewproc1         *ebpf.ProgramSpec `ebpf:"weft_go_newproc1"`
 	WeftGoNewproc1Casg     *ebpf.ProgramSpec `ebpf:"weft_go_newproc1_casg"`
@@ -615,9 +634,11 @@ type tpMapSpecs struct {
 	GoActive       *ebpf.MapSpec `ebpf:"go_active"`
 	GoChildren     *ebpf.MapSpec `ebpf:"go_children"`
 	GoCreating     *ebpf.MapSpec `ebpf:"go_creating"`
+	GoH2Handoff    *ebpf.MapSpec `ebpf:"go_h2_handoff"`
 	GoRoute        *ebpf.MapSpec `ebpf:"go_route"`
 	GoSender       *ebpf.MapSpec `ebpf:"go_sender"`
 	GoWriter       *ebpf.MapSpec `ebpf:"go_writer"`
+	GrpcFieldsBuf  *ebpf.MapSpec `ebpf:"grpc_fields_buf"`
 	GrpcItems      *ebpf.MapSpec `ebpf:"grpc_items"`
 	H2Claims       *ebpf.MapSpec `ebpf:"h2_claims"`
 	H2Conns        *ebpf.MapSpec `ebpf:"h2_conns"`
@@ -713,9 +734,11 @@ type tpMaps struct {
 	GoActive       *ebpf.Map `ebpf:"go_active"`
 	GoChildren     *ebpf.Map `ebpf:"go_children"`
 	GoCreating     *ebpf.Map `ebpf:"go_creating"`
+	GoH2Handoff    *ebpf.Map `ebpf:"go_h2_handoff"`
 	GoRoute        *ebpf.Map `ebpf:"go_route"`
 	GoSender       *ebpf.Map `ebpf:"go_sender"`
 	GoWriter       *ebpf.Map `ebpf:"go_writer"`
+	GrpcFieldsBuf  *ebpf.Map `ebpf:"grpc_fields_buf"`
 	GrpcItems      *ebpf.Map `ebpf:"grpc_items"`
 	H2Claims       *ebpf.Map `ebpf:"h2_claims"`
 	H2Conns        *ebpf.Map `ebpf:"h2_conns"`
@@ -766,9 +789,11 @@ func (m *tpMaps) Close() error {
 		m.GoActive,
 		m.GoChildren,
 		m.GoCreating,
+		m.GoH2Handoff,
 		m.GoRoute,
 		m.GoSender,
 		m.GoWriter,
+		m.GrpcFieldsBuf,
 		m.GrpcItems,
 		m.H2Claims,
 		m.H2Conns,
@@ -861,6 +886,8 @@ type tpPrograms struct {
 	WeftFork               *ebpf.Program `ebpf:"weft_fork"`
 	WeftGoGrpcHeaders      *ebpf.Program `ebpf:"weft_go_grpc_headers"`
 	WeftGoGrpcPut          *ebpf.Program `ebpf:"weft_go_grpc_put"`
+	WeftGoGrpcServeHeaders *ebpf.Program `ebpf:"weft_go_grpc_serve_headers"`
+	WeftGoGrpcServeStatus  *ebpf.Program `ebpf:"weft_go_grpc_serve_status"`
 	WeftGoH2Headers        *ebpf.Program `ebpf:"weft_go_h2_headers"`
 	WeftGoNewproc1         *ebpf.Program `ebpf:"weft_go_newproc1"`
 	WeftGoNewproc1Casg     *ebpf.Program `ebpf:"weft_go_newproc1_casg"`
@@ -920,6 +947,8 @@ func (p *tpPrograms) Close() error {
 		p.WeftFork,
 		p.WeftGoGrpcHeaders,
 		p.WeftGoGrpcPut,
+		p.WeftGoGrpcServeHeaders,
+		p.WeftGoGrpcServeStatus,
 		p.WeftGoH2Headers,
 		p.WeftGoNewproc1,
 		p.WeftGoNewproc1Casg,

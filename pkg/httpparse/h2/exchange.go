@@ -74,6 +74,9 @@ func (c *Conn) Adopt(id uint32, ts uint64) {
 // brought (valid until the next call; the exchanges are still open).
 func (c *Conn) Opened() []*Exchange { return c.opened }
 
+// IsOpen reports whether stream id has begun and not yet ended.
+func (c *Conn) IsOpen(id uint32) bool { return c.open[id] != nil }
+
 // Open is the number of streams begun and not yet ended.
 func (c *Conn) Open() int { return len(c.open) }
 

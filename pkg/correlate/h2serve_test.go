@@ -1,0 +1,75 @@
+package correlate
+
+import (
+	"testing"
+
+	"github.com/weftdev/weft/pkg/event"
+	"github.com/weftdev/weft/pkg/spans"
+)
+
+// The kernel's ids of grpc-go server streams (h2serve.go): a report
+// naming the goroutine that read the connection's first frames (the
+// reader's creator) or the reader itself gives its stream those ids, even
+// after the reader took over; a stream without one keeps the traceparent
+// rule; reports of a goroutine that read no followed connection, or of a
+// stream not open, are counted and change nothing.
+func TestH2ServedStreams(t *testing.T) {
+	r := newRec(t, Options{})
+	read := func(goroutine uint64, ts uint64, payload string) {
+		r.c.Handle(&event.Event{Kind: event.KindData, ConnID: 1, PID: 10, TID: 11, Key: 11, Dir: event.Ingress, Time: ts,
+			Bytes: uint32(len(payload)), Payload: []byte(payload), Local: srvAddr, Remote: cliAddr, Capture: event.CaptureH2,
+			Goroutine: goroutine})
+	}
+	serve := func(reader, creator uint64, stream uint32, ts uint64, trace [16]byte, span, parent [8]byte) {
+		r.c.Handle(&event.Event{Kind: event.KindH2Serve, PID: 10, TID: 12, Time: ts, Goroutine: reader, Creator: creator,
+			H2Stream: stream, TraceID: trace, SpanID: span, ParentID: parent, TraceFlags: 1})
+	}
+	call := func(req *h2copy, stream uint32, path string) *h2copy {
+		return req.headers(stream, true, ":method", "POST", ":scheme", "http", ":authority", "svc:9090", ":path", path,
+			"content-type", "application/grpc", "traceparent", tp)
+	}
+	req := newH2Copy(true)
+	// The connection's goroutine (5) reads the preface, SETTINGS and the
+	// first streams; the reader it starts (6) decodes them, then reads.
+	read(5, 1*ms, call(call(req.frame(4, 0, 0, 0, nil), 1, "/s.S/One"), 3, "/s.S/Three").take())
+	t1, s1, p1 := [16]byte{1, 1}, [8]byte{1, 0xa}, [8]byte{1, 0xb}
+	t3, s3, p3 := [16]byte{3, 3}, [8]byte{3, 0xa}, [8]byte{3, 0xb}
+	t5, s5, p5 := [16]byte{5, 5}, [8]byte{5, 0xa}, [8]byte{5, 0xb}
+	serve(6, 5, 1, 2*ms, t1, s1, p1)
+	serve(6, 5, 3, 2*ms, t3, s3, p3)
+	read(6, 3*ms, call(req, 5, "/s.S/Five").take())
+	serve(6, 5, 5, 4*ms, t5, s5, p5)
+	read(6, 4*ms, call(req, 7, "/s.S/Seven").take()) // no report: the traceparent's trace
+	serve(9, 8, 7, 5*ms, t5, s5, p5)                 // a goroutine that read nothing followed
+	serve(6, 5, 11, 5*ms, t5, s5, p5)                // a stream not open
+	resp := newH2Copy(false)
+	for _, s := range []uint32{3, 1, 7, 5} {
+		resp.headers(s, true, ":status", "200", "grpc-status", "0")
+	}
+	r.h2data(1, event.Egress, 6*ms, resp.take(), event.CaptureH2)
+	if len(r.spans) != 4 {
+		t.Fatalf("%d spans, want 4", len(r.spans))
+	}
+	want := map[string]struct {
+		trace        [16]byte
+		span, parent [8]byte
+	}{"/s.S/One": {t1, s1, p1}, "/s.S/Three": {t3, s3, p3}, "/s.S/Five": {t5, s5, p5}}
+	for _, s := range r.spans {
+		w, ok := want[s.Path]
+		switch {
+		case s.Kind != spans.KindServer:
+			t.Errorf("%s: kind %v", s.Path, s.Kind)
+		case ok && (s.TraceID != w.trace || s.SpanID != w.span || s.ParentID != w.parent):
+			t.Errorf("%s: trace %s span %s parent %s, want the kernel's", s.Path, s.TraceID, s.SpanID, s.ParentID)
+		case !ok && (s.TraceID.String() != tp[3:35] || s.ParentID.String() != tp[36:52]):
+			t.Errorf("%s: trace %s parent %s, want the traceparent's", s.Path, s.TraceID, s.ParentID)
+		}
+	}
+	if got := r.c.Stats().H2ServedUnmatched.Load(); got != 2 {
+		t.Errorf("unmatched reports %d, want 2", got)
+	}
+	r.c.Handle(&event.Event{Kind: event.KindClose, ConnID: 1, PID: 10, Time: 8 * ms})
+	if len(r.c.h2readers) != 0 {
+		t.Errorf("%d readers left after the close", len(r.c.h2readers))
+	}
+}
