@@ -24,7 +24,8 @@ var (
 		"TestMountProtocolInterop", "TestTraceparentAfterSplitHead", "TestInjectedRequestIsOneSegment",
 		"TestGoAsyncParents", "TestNginxParents", "TestHTTP2Streams", "TestTLSGo"}
 	guestTests = append(slices.Clone(guestCoreTests), "TestSamplingTraceIDRatio", "TestHTTP2ClientParents",
-		"TestGRPCClientParents", "TestGRPCCalls", "TestTLSGoStackGrowth", "TestTLSGoPlainCall", "TestGRPCCallsTLS")
+		"TestGRPCClientParents", "TestGRPCCalls", "TestTLSGoStackGrowth", "TestTLSGoPlainCall", "TestGRPCCallsTLS",
+		"TestGRPCServerHandlerParents")
 )
 
 // guestTestsFor is what a guest runs on a kernel and attach path: every

@@ -25,6 +25,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,6 +39,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -45,7 +47,7 @@ import (
 )
 
 func main() {
-	mode := flag.String("mode", "", "h2c-server, h2c-upgrade-server, h2c-client, steady, https-server, https-client, grpc-server, grpc-client, grpc-load, h2-front, grpc-front, raw-front or tls-deep-client")
+	mode := flag.String("mode", "", "h2c-server, h2c-upgrade-server, h2c-client, steady, https-server, https-client, grpc-server, grpc-client, grpc-traced-client, grpc-load, h2-front, grpc-front, raw-front or tls-deep-client")
 	addr := flag.String("addr", "", "server address (clients; h2-front, grpc-front: its backend)")
 	n := flag.Int("n", 100, "requests (clients)")
 	h1 := flag.Bool("http1", false, "https-client, steady: HTTP/1.1 only (else HTTP/2)")
@@ -54,6 +56,7 @@ func main() {
 	paths := flag.Int("paths", 500, "steady: how many paths request numbers cycle through")
 	noKeepAlive := flag.Bool("no-keepalive", false, "steady -http1: a connection per request")
 	certOut := flag.String("cert-out", "", "grpc-server -tls: write the server's certificate (PEM) there, for clients to trust")
+	flag.StringVar(&workBackend, "backend", "", "grpc-server: the HTTP/1.1 server (host:port) each Call<n> calls, GET /work/<n>, before it answers")
 	flag.Parse()
 	var err error
 	switch *mode {
@@ -77,6 +80,9 @@ func main() {
 	case "grpc-client":
 		waitGo()
 		err = grpcClient(*addr, *n, *useTLS)
+	case "grpc-traced-client":
+		waitGo()
+		err = grpcTracedClient(*addr, *n, *useTLS)
 	case "grpc-load":
 		err = grpcLoad(*addr)
 	case "h2-front":
@@ -128,8 +134,12 @@ func traceparentOf(i int) string {
 	if i%5 != 0 {
 		return ""
 	}
-	return fmt.Sprintf("00-%032x-%016x-01", 0xabc000+i, 0xdef000+i)
+	return traceparentFor(i)
 }
+
+// traceparentFor is the trace context of request i: trace 0xabc000+i
+// under span 0xdef000+i.
+func traceparentFor(i int) string { return fmt.Sprintf("00-%032x-%016x-01", 0xabc000+i, 0xdef000+i) }
 
 // waitOf is how long the handler of request i waits: streams end out of
 // the order they began.
@@ -371,7 +381,36 @@ func work(_ any, stream grpc.ServerStream) error {
 	}
 	n, _, _ := strings.Cut(name, "_")
 	wait(n)
+	if workBackend != "" {
+		if err := callBackend(stream.Context(), n); err != nil {
+			return status.Errorf(codes.Unavailable, "backend: %v", err)
+		}
+	}
 	return stream.SendMsg(wrapperspb.String(method))
+}
+
+// workBackend is the HTTP/1.1 server work calls, if any.
+var workBackend string
+
+// callBackend makes GET /work/<n> on workBackend, from the handler's own
+// goroutine, and reads the answer.
+func callBackend(ctx context.Context, n string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+workBackend+"/work/"+n, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET /work/%s: %s", n, resp.Status)
+	}
+	return nil
 }
 
 // wait sleeps a time that depends on request n, so that concurrent
@@ -401,6 +440,12 @@ func grpcServer(useTLS bool, certOut string) error {
 		return err
 	}
 	fmt.Println(ln.Addr())
+	// The collector's mark workers start at the first collection, from
+	// whichever goroutine begins it: begun by grpc-go's reader while it
+	// decodes a stream's HEADERS, that stream's handler would not get its
+	// span from weft (docs/architecture.md, "HTTP/2 and gRPC"). Started
+	// now, the calls the tests count are all followed.
+	runtime.GC()
 	s := grpc.NewServer(append(opts, grpc.UnknownServiceHandler(work))...)
 	s.RegisterService(&storeDesc, nil)
 	return s.Serve(ln)
@@ -459,6 +504,38 @@ func grpcClient(addr string, n int, useTLS bool) error {
 				return fmt.Errorf("List %s message %d: %q, %v", key, k, m.Value, err)
 			}
 		}
+	}
+	if err := concurrently(0, n, call); err != nil {
+		return err
+	}
+	fmt.Println("ok")
+	return nil
+}
+
+// grpcTracedClient makes n calls /weft.test.Work/Call<i> on one
+// connection, 32 at a time, each with a traceparent of its own in its
+// metadata (traceparentFor), as an instrumented caller sends. (More at
+// once, grpc-go writes more than the 4 KiB of HEADERS per call that
+// weft's kernel side copies.)
+func grpcTracedClient(addr string, n int, useTLS bool) error {
+	cc, err := dialGRPC(addr, useTLS)
+	if err != nil {
+		return err
+	}
+	defer cc.Close()
+	slots := make(chan struct{}, 32)
+	call := func(i int) error {
+		slots <- struct{}{}
+		defer func() { <-slots }()
+		ctx := metadata.AppendToOutgoingContext(context.Background(), "traceparent", traceparentFor(i))
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		method := fmt.Sprintf("/weft.test.Work/Call%d", i)
+		out := new(wrapperspb.StringValue)
+		if err := cc.Invoke(ctx, method, wrapperspb.String(strconv.Itoa(i)), out); err != nil || out.Value != method {
+			return fmt.Errorf("%s: %q, %v", method, out.Value, err)
+		}
+		return nil
 	}
 	if err := concurrently(0, n, call); err != nil {
 		return err
