@@ -58,30 +58,46 @@ struct {
 	__type(value, struct span_ctx);
 } grpc_items SEC(".maps");
 
-/* Tells user space that the HTTP/2 stream `stream` the goroutine (or, outside
- * Go, the thread) `writer` of process tgid is about to write the HEADERS
- * of is a call of request p: a claim event, ahead of the write. */
-static __always_inline void emit_h2_claim(__u32 tgid, __u64 writer, __u32 stream, const struct span_ctx *p)
+/* An event of process tgid about HTTP/2 stream `stream` of goroutine (or
+ * thread) goid, reserved with its common fields; the caller fills the
+ * rest and submits it (h2_event_submit). NULL when the ring is full. */
+static __always_inline struct event_header *h2_event(__u8 kind, __u32 tgid, __u64 goid, __u32 stream)
 {
 	struct event_header *h = bpf_ringbuf_reserve(&events, sizeof(*h), 0);
 	if (!h) {
 		count_drop(WEFT_STAT_LOST_RINGBUF);
-		return;
+		return NULL;
 	}
 	__builtin_memset(h, 0, sizeof(*h));
 	h->ts_ns = bpf_ktime_get_ns();
 	h->pid = tgid;
 	h->tid = (__u32)bpf_get_current_pid_tgid();
 	h->key = h->tid;
-	h->kind = WEFT_EV_H2_CLAIM;
-	h->ctx_kind = WEFT_CTX_H2_STREAM;
+	h->kind = kind;
 	h->h2_stream = stream;
-	h->goid = writer;
+	h->goid = goid;
+	return h;
+}
+
+static __always_inline void h2_event_submit(struct event_header *h)
+{
+	bpf_ringbuf_submit(h, wakeup_flags());
+	count(WEFT_STAT_EVENTS);
+}
+
+/* Tells user space that the HTTP/2 stream `stream` the goroutine (or, outside
+ * Go, the thread) `writer` of process tgid is about to write the HEADERS
+ * of is a call of request p: a claim event, ahead of the write. */
+static __always_inline void emit_h2_claim(__u32 tgid, __u64 writer, __u32 stream, const struct span_ctx *p)
+{
+	struct event_header *h = h2_event(WEFT_EV_H2_CLAIM, tgid, writer, stream);
+	if (!h)
+		return;
+	h->ctx_kind = WEFT_CTX_H2_STREAM;
 	h->trace_flags = p->trace_flags;
 	__builtin_memcpy(h->trace_id, p->trace_id, sizeof(h->trace_id));
 	__builtin_memcpy(h->parent_id, p->span_id, sizeof(h->parent_id));
-	bpf_ringbuf_submit(h, wakeup_flags());
-	count(WEFT_STAT_EVENTS);
+	h2_event_submit(h);
 }
 
 /* A call on an HTTP/2 connection: its goroutine's id in a Go process,

@@ -109,27 +109,16 @@ static __always_inline bool grpc_traceparent(__u64 fields, __u64 n, struct span_
 static __always_inline void emit_h2_serve(__u32 tgid, const struct go_id *reader, __u32 stream,
 					  const struct span_ctx *span, const __u8 *parent)
 {
-	struct event_header *h = bpf_ringbuf_reserve(&events, sizeof(*h), 0);
-	if (!h) {
-		count_drop(WEFT_STAT_LOST_RINGBUF);
+	struct event_header *h = h2_event(WEFT_EV_H2_SERVE, tgid, reader->goid, stream);
+	if (!h)
 		return;
-	}
-	__builtin_memset(h, 0, sizeof(*h));
-	h->ts_ns = span->start_ns;
-	h->pid = tgid;
-	h->tid = (__u32)bpf_get_current_pid_tgid();
-	h->key = h->tid;
-	h->kind = WEFT_EV_H2_SERVE;
-	h->ctx_kind = WEFT_CTX_SERVER;
-	h->h2_stream = stream;
-	h->goid = reader->goid;
 	h->sock_id = reader->parent;
+	h->ctx_kind = WEFT_CTX_SERVER;
 	h->trace_flags = span->trace_flags;
 	__builtin_memcpy(h->trace_id, span->trace_id, sizeof(h->trace_id));
 	__builtin_memcpy(h->span_id, span->span_id, sizeof(h->span_id));
 	__builtin_memcpy(h->parent_id, parent, sizeof(h->parent_id));
-	bpf_ringbuf_submit(h, wakeup_flags());
-	count(WEFT_STAT_EVENTS);
+	h2_event_submit(h);
 }
 
 /* grpc-go's (*http2Server).operateHeaders(t, ctx, frame
