@@ -122,8 +122,8 @@ static __always_inline void emit_h2_serve(__u32 tgid, const struct go_id *reader
 }
 
 /* grpc-go's (*http2Server).operateHeaders(t, ctx, frame
- * *MetaHeadersFrame, handle): the frame in RDI (grpc-go 1.5x and later,
- * whose ctx comes first). */
+ * *MetaHeadersFrame, handle): the frame in RDI (in the releases probed,
+ * goexec.GRPCServeHeaders, ctx comes first). */
 SEC("uprobe/go_grpc_serve_headers")
 int weft_go_grpc_serve_headers(struct pt_regs *ctx)
 {
