@@ -103,8 +103,9 @@ static __always_inline void emit_h2_claim(__u32 tgid, __u64 writer, __u32 stream
 /* A call on an HTTP/2 connection: its goroutine's id in a Go process,
  * its thread's elsewhere (whose claims are events too, jvmtls.h), go into
  * the event; for a write, the claim of its goroutine too, if any
- * (WEFT_CTX_H2_STREAM). A read's goroutine names the connection a grpc-go
- * server's stream claims are for (h2serve.h).
+ * (WEFT_CTX_H2_STREAM). A read's goroutine, and the goroutine that
+ * created it (in more_span_ids[0]), name the connection a Go server's
+ * stream claims are for (h2serve.h).
  * The map
  * key is built in the event's pipelined-ids field, unused on HTTP/2, not
  * on the stack: the programs that inline emit_data have little left. */
@@ -135,6 +136,11 @@ static __noinline void h2_stream_parent(struct event_header *h)
 		}
 	}
 	__builtin_memset(h->more_span_ids, 0, sizeof(h->more_span_ids));
+	/* A read names its goroutine's creator too (h2serve.h): net/http's
+	 * server reads on goroutines of the one that decodes. */
+	if (h->dir == WEFT_DIR_INGRESS && h->goid && pi->parent_goid_off)
+		bpf_probe_read_user(h->more_span_ids[0], sizeof(h->more_span_ids[0]),
+				    (void *)(user_g() + pi->parent_goid_off));
 }
 
 #endif

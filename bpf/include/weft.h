@@ -103,7 +103,8 @@ struct event_header {
 	__u8 span_id[8];
 	__u8 parent_id[8]; /* zero for a root span */
 	/* Pipelined requests in the same send: their client span ids, in
-	 * order after span_id (same trace and parent). */
+	 * order after span_id (same trace and parent). On an HTTP/2 read of
+	 * a Go process, [0] is the reading goroutine's creator (h2claim.h). */
 	__u8 more_span_ids[3][8];
 	__u8 n_more;
 	/* A data event: events of its stream were lost before it (the ring

@@ -256,9 +256,12 @@ type Correlator struct {
 	// h2readers: the HTTP/2 server connection each goroutine reads
 	// (h2serve.go).
 	h2readers map[h2ReaderKey]*conn
-	ids       *idSource
-	stats     Stats
-	log       *slog.Logger
+	// h2creators: the HTTP/2 server connections whose readers each
+	// goroutine created (h2serve.go).
+	h2creators map[h2ReaderKey]*h2Creator
+	ids        *idSource
+	stats      Stats
+	log        *slog.Logger
 	// dropping is set while weft itself removes a connection, so that the
 	// LRU's eviction callback only acts on evictions by capacity.
 	dropping bool

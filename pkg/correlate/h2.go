@@ -35,10 +35,11 @@ type h2conn struct {
 	// peer is the client table a server connection's streams linked to
 	// first: the same connection's other end, kept after its close.
 	peer *h2linkTable
-	// reader is the goroutine the connection's reads name, and served
-	// the ids the kernel decided for its server streams (h2serve.go).
-	reader h2ReaderKey
-	served map[uint32]spanIDs
+	// reader is the goroutine the connection's reads name, creator the
+	// goroutine that created it, and served the ids the kernel decided
+	// for its server streams (h2serve.go).
+	reader, creator h2ReaderKey
+	served          map[uint32]spanIDs
 }
 
 var (

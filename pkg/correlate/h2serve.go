@@ -4,16 +4,17 @@ import (
 	"github.com/weftdev/weft/pkg/event"
 )
 
-// A grpc-go server stream whose HEADERS carry a traceparent gets its span
-// ids from the kernel, which handed them to the stream's handler
+// A Go HTTP/2 server stream whose HEADERS carry a traceparent gets its
+// span ids from the kernel, which handed them to the stream's handler
 // goroutine so that the handler's calls go under the span
 // (bpf/include/h2serve.h). The kernel reports them (event.KindH2Serve)
 // naming the goroutine that decoded the HEADERS, and the goroutine that
-// created it: grpc-go reads each connection on a goroutine of its own,
-// started by the connection's goroutine once that one read the first
-// frames (and buffered what came with them). Every read names its
-// goroutine, so the report goes to the stream of the connection that
-// goroutine, or else its creator, reads.
+// created it. Every read names its goroutine and that goroutine's
+// creator, so the report goes to the stream of the connection that
+// goroutine reads (grpc-go's reader), or that a goroutine it created
+// reads (net/http's serve goroutine starts the readers), or else that its
+// creator read (grpc-go's connection goroutine reads the first frames,
+// and buffers what came with them, before it starts the reader).
 
 type h2ReaderKey struct {
 	pid       uint32
@@ -24,8 +25,16 @@ type h2ReaderKey struct {
 // end (as many as it follows open).
 const maxH2Served = 1024
 
+// h2Creator is the connections whose current reader a goroutine
+// created: one names it, more name nothing (which of them a report is
+// for cannot be told).
+type h2Creator struct {
+	cn    *conn
+	conns int
+}
+
 // h2Reader notes that ev, a read of HTTP/2 connection cn, names the
-// goroutine that reads it.
+// goroutine that reads it and that goroutine's creator.
 func (c *Correlator) h2Reader(cn *conn, ev *event.Event) {
 	hc := cn.h2
 	k := h2ReaderKey{ev.PID, ev.Goroutine}
@@ -38,6 +47,20 @@ func (c *Correlator) h2Reader(cn *conn, ev *event.Event) {
 		c.h2readers = map[h2ReaderKey]*conn{}
 	}
 	c.h2readers[k] = cn
+	if ev.Creator == 0 {
+		return
+	}
+	hc.creator = h2ReaderKey{ev.PID, ev.Creator}
+	if c.h2creators == nil {
+		c.h2creators = map[h2ReaderKey]*h2Creator{}
+	}
+	cr := c.h2creators[hc.creator]
+	if cr == nil {
+		cr = &h2Creator{}
+		c.h2creators[hc.creator] = cr
+	}
+	cr.cn = cn
+	cr.conns++
 }
 
 // forgetH2Reader drops what cn's reader named, when it still names cn.
@@ -47,16 +70,34 @@ func (c *Correlator) forgetH2Reader(cn *conn) {
 		delete(c.h2readers, hc.reader)
 	}
 	hc.reader = h2ReaderKey{}
+	if cr := c.h2creators[hc.creator]; cr != nil {
+		if cr.conns--; cr.conns == 0 {
+			delete(c.h2creators, hc.creator)
+		}
+	}
+	hc.creator = h2ReaderKey{}
+}
+
+// h2Served is the connection whose stream a report of goroutine g of
+// process pid, created by creator, is for.
+func (c *Correlator) h2Served(pid uint32, g, creator uint64) *conn {
+	if cn := c.h2readers[h2ReaderKey{pid, g}]; cn != nil {
+		return cn
+	}
+	if cr := c.h2creators[h2ReaderKey{pid, g}]; cr != nil && cr.conns == 1 {
+		return cr.cn
+	}
+	if creator != 0 {
+		return c.h2readers[h2ReaderKey{pid, creator}]
+	}
+	return nil
 }
 
 // h2Serve keeps the ids ev reports for its stream until the stream ends.
 // A report no open stream of a followed connection takes is counted: the
 // handler's calls then go under a span that is not exported.
 func (c *Correlator) h2Serve(ev *event.Event) {
-	cn := c.h2readers[h2ReaderKey{ev.PID, ev.Goroutine}]
-	if cn == nil && ev.Creator != 0 {
-		cn = c.h2readers[h2ReaderKey{ev.PID, ev.Creator}]
-	}
+	cn := c.h2Served(ev.PID, ev.Goroutine, ev.Creator)
 	if cn == nil || cn.h2 == nil || cn.h2.lost || cn.h2.requests != event.Ingress ||
 		!cn.h2.c.IsOpen(ev.H2Stream) || len(cn.h2.served) >= maxH2Served {
 		c.stats.H2ServedUnmatched.Add(1)

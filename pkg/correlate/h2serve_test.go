@@ -73,3 +73,58 @@ func TestH2ServedStreams(t *testing.T) {
 		t.Errorf("%d readers left after the close", len(r.c.h2readers))
 	}
 }
+
+// net/http's HTTP/2 server decodes each stream on the connection's serve
+// goroutine, which reads nothing: goroutines it created read. A report
+// naming it goes to the connection those goroutines read; when it created
+// the readers of two open connections, the report is for neither and is
+// counted.
+func TestH2ServedByReadersCreator(t *testing.T) {
+	r := newRec(t, Options{})
+	read := func(conn uint64, reader, creator uint64, ts uint64, payload string) {
+		r.c.Handle(&event.Event{Kind: event.KindData, ConnID: conn, PID: 10, TID: 11, Key: 11, Dir: event.Ingress, Time: ts,
+			Bytes: uint32(len(payload)), Payload: []byte(payload), Local: srvAddr, Remote: cliAddr, Capture: event.CaptureH2,
+			Goroutine: reader, Creator: creator})
+	}
+	serve := func(g uint64, stream uint32, ts uint64, trace [16]byte) {
+		r.c.Handle(&event.Event{Kind: event.KindH2Serve, PID: 10, TID: 12, Time: ts, Goroutine: g, Creator: 1,
+			H2Stream: stream, TraceID: trace, SpanID: [8]byte{trace[0], 0xa}, ParentID: [8]byte{trace[0], 0xb}, TraceFlags: 1})
+	}
+	call := func(req *h2copy, stream uint32, path string) string {
+		return req.headers(stream, true, ":method", "GET", ":scheme", "http", ":authority", "svc", ":path", path,
+			"traceparent", tp).take()
+	}
+	a, b, c := newH2Copy(true), newH2Copy(true), newH2Copy(true)
+	read(1, 21, 20, 1*ms, a.frame(4, 0, 0, 0, nil).take()) // serve goroutine 20's preface reader
+	read(1, 22, 20, 2*ms, call(a, 1, "/a/1"))              // and its frame reader
+	read(2, 32, 30, 2*ms, call(b, 1, "/b/1"))
+	serve(20, 1, 3*ms, [16]byte{0xa1})
+	serve(30, 1, 3*ms, [16]byte{0xb1})
+	read(3, 42, 20, 4*ms, call(c, 1, "/c/1")) // 20 now created readers of two connections
+	serve(20, 1, 5*ms, [16]byte{0xc1})
+	for conn := range uint64(3) {
+		r.h2data(conn+1, event.Egress, 6*ms, newH2Copy(false).headers(1, true, ":status", "200").take(), event.CaptureH2)
+	}
+	want := map[string]byte{"/a/1": 0xa1, "/b/1": 0xb1}
+	if len(r.spans) != 3 {
+		t.Fatalf("%d spans, want 3", len(r.spans))
+	}
+	for _, s := range r.spans {
+		w, ok := want[s.Path]
+		switch {
+		case ok && (s.TraceID != [16]byte{w} || s.SpanID != [8]byte{w, 0xa}):
+			t.Errorf("%s: trace %s span %s, want the kernel's", s.Path, s.TraceID, s.SpanID)
+		case !ok && s.TraceID.String() != tp[3:35]:
+			t.Errorf("%s: trace %s, want the traceparent's", s.Path, s.TraceID)
+		}
+	}
+	if got := r.c.Stats().H2ServedUnmatched.Load(); got != 1 {
+		t.Errorf("unmatched reports %d, want 1", got)
+	}
+	for conn := range uint64(3) {
+		r.c.Handle(&event.Event{Kind: event.KindClose, ConnID: conn + 1, PID: 10, Time: 8 * ms})
+	}
+	if len(r.c.h2readers) != 0 || len(r.c.h2creators) != 0 {
+		t.Errorf("%d readers, %d creators left after the closes", len(r.c.h2readers), len(r.c.h2creators))
+	}
+}

@@ -29,10 +29,11 @@ const (
 	// TraceID (grpc-go's loopy writer, which writes every stream's).
 	KindH2Claim Kind = 7
 	// KindH2Serve: the HTTP/2 server stream H2Stream of the connection
-	// goroutine Goroutine of process PID reads (or its creator,
-	// Creator, read first) is span SpanID of TraceID under ParentID,
-	// which the kernel decided from the stream's traceparent for the
-	// stream's handler (grpc-go's server).
+	// that goroutine Goroutine of process PID reads (or a goroutine it
+	// created reads, or its creator, Creator, read first) is span SpanID
+	// of TraceID under ParentID, which the kernel decided from the
+	// stream's traceparent for the stream's handler (grpc-go's and
+	// net/http's servers).
 	KindH2Serve Kind = 8
 )
 
@@ -108,7 +109,8 @@ type Event struct {
 	// a Go process (its thread elsewhere), or that a KindH2Claim or
 	// KindH2Serve names; 0 otherwise.
 	Goroutine uint64
-	// Creator is the goroutine that created Goroutine (a KindH2Serve).
+	// Creator is the goroutine that created Goroutine (a KindH2Serve, or
+	// an HTTP/2 read of a Go process); 0 when unknown.
 	Creator uint64
 	// Capture says what Payload is.
 	Capture Capture

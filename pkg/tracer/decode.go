@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"unsafe"
@@ -48,8 +49,12 @@ func Decode(raw []byte, ev *event.Event) error {
 		H2Stream:   h.H2Stream,
 		Goroutine:  h.Goid,
 	}
-	if ev.Kind == event.KindH2Serve { // no socket: the reader's creator
+	switch {
+	case ev.Kind == event.KindH2Serve: // no socket: the reader's creator
 		ev.ConnID, ev.Creator = 0, h.SockId
+	case ev.Kind == event.KindData && ev.Dir == event.Ingress && h.Goid != 0 && h.N_more == 0:
+		// An HTTP/2 read names its goroutine's creator there.
+		ev.Creator = binary.NativeEndian.Uint64(h.MoreSpanIds[0][:])
 	}
 	ev.Gap = event.Gap(h.Gap)
 	if ev.TLS {
