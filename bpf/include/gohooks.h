@@ -43,6 +43,16 @@ static __always_inline bool go_probed_goroutine(struct pt_regs *ctx, __u32 *tgid
 	return pi && go_id_of(pi, ctx->r14, id);
 }
 
+/* The process and goroutine id a uprobe in Go code fired in, where its
+ * creator's is not needed; 0 when the process is not followed by
+ * goroutine. */
+static __always_inline __u64 go_probed_goid(struct pt_regs *ctx, __u32 *tgid)
+{
+	*tgid = bpf_get_current_pid_tgid() >> 32;
+	struct proc_info *pi = go_traced(*tgid);
+	return pi ? go_goid(pi, ctx->r14) : 0;
+}
+
 /* runtime.newproc1(fn *funcval, callergp *g, callerpc uintptr, ...) *g,
  * at entry (Go before 1.21, which has no parentGoid). */
 SEC("uprobe/go_newproc1")

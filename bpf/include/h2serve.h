@@ -1,21 +1,31 @@
-/* The handlers of grpc-go's server streams. grpc-go reads a connection's
- * frames on one goroutine, which decodes each stream's HEADERS
- * (operateHeaders) and starts the stream's handler goroutine from there.
- * When the HEADERS carry a traceparent, a uprobe at operateHeaders
- * decides the stream's server span (the incoming trace, a new span id)
- * and leaves it for the next goroutine that reader creates: the handler,
- * which then serves the span as a root (go_serve), so that its outgoing
- * calls, and its goroutines', go under it. A claim event
+/* The handlers of Go's HTTP/2 server streams. When a stream's HEADERS
+ * carry a traceparent, a uprobe where the server decodes them decides the
+ * stream's server span (the incoming trace, a new span id), and the
+ * stream's handler goroutine then serves it as a root (go_serve), so that
+ * its outgoing calls, and its goroutines', go under it. A claim event
  * (WEFT_EV_H2_SERVE) gives user space the span's ids for that stream of
- * the connection the reader goroutine reads (h2_stream_parent names it in
- * every read), or its creator read: grpc-go's connection goroutine reads
- * the first frames, and the frames it buffered then (the first streams'
- * HEADERS) are decoded by the reader it starts. The handler's
- * writeStatus ends the span's root. A stream
- * without traceparent leaves nothing: user space decides its span
- * (h2link), and its handler serves no request. Only the decoded header
- * list is read: HeaderField of x/net/http2/hpack and the stream id of
- * the frame header, unchanged since 2016. Included by gohooks.h. */
+ * the connection that the decoding goroutine reads, or a goroutine it
+ * created, or its creator (h2_stream_parent names every read's goroutine
+ * and that goroutine's creator). A probe on the handler's goroutine once
+ * its handler returned ends the span's root. A stream without
+ * traceparent leaves nothing: user space decides its span (h2link), and
+ * its handler serves no request. Only the decoded header list is read:
+ * HeaderField of x/net/http2/hpack and the stream id of the frame
+ * header, unchanged since 2016.
+ *
+ * grpc-go reads a connection's frames on one goroutine, which decodes
+ * each stream's HEADERS (operateHeaders) and starts the stream's handler
+ * goroutine from there: the span is left for the next goroutine that
+ * reader creates. grpc-go's connection goroutine reads the first frames,
+ * and the frames it buffered then (the first streams' HEADERS) are
+ * decoded by the reader it starts: hence the reader's creator.
+ *
+ * net/http's HTTP/2 server (and x/net/http2's) decodes them on the
+ * connection's serve goroutine (newWriterAndRequest), which reads nothing
+ * itself (goroutines it starts read) and starts each handler (runHandler)
+ * at once or, past the streams it lets run at a time, later: the span is
+ * left under the stream's *stream, which runHandler's response writer
+ * names. Included by gohooks.h. */
 #ifndef WEFT_H2SERVE_H
 #define WEFT_H2SERVE_H
 
@@ -32,6 +42,26 @@ struct {
 	__type(key, struct go_key);
 	__type(value, struct span_ctx);
 } go_h2_handoff SEC(".maps");
+
+/* A net/http stream's span, until its handler starts: with the stream's
+ * connection and id, which runHandler checks against the stream it is
+ * given (a *stream address freed and reused names another stream). */
+struct go_h2_pending {
+	struct span_ctx span;
+	__u64 sc;     /* *serverConn */
+	__u32 stream; /* its id */
+	__u32 _pad;
+};
+
+/* (tgid, *stream) -> its span. Every stream a client opens passes
+ * newWriterAndRequest, which writes or removes its entry; runHandler
+ * takes it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct go_key);
+	__type(value, struct go_h2_pending);
+} go_h2_pending SEC(".maps");
 
 /* x/net/http2's MetaHeadersFrame: *HeadersFrame, then Fields. */
 struct go_meta_headers {
@@ -104,6 +134,26 @@ static __always_inline bool grpc_traceparent(__u64 fields, __u64 n, struct span_
 	return false;
 }
 
+/* The id of the stream whose HEADERS frame (a *MetaHeadersFrame) a
+ * server decodes, its incoming traceparent, and the server span decided
+ * for it; false when the frame cannot be read or has no traceparent. */
+static __always_inline bool h2_served_span(__u64 frame, __u32 *stream, struct span_ctx *in, struct span_ctx *span)
+{
+	struct go_meta_headers m;
+	*stream = 0;
+	if (bpf_probe_read_user(&m, sizeof(m), (void *)frame) < 0 || !m.headers_frame ||
+	    bpf_probe_read_user(stream, sizeof(*stream), (void *)(m.headers_frame + FRAME_HEADER_STREAM_ID)) < 0)
+		return false;
+	*stream &= 0x7fffffff;
+	if (!*stream || !grpc_traceparent(m.fields, m.nfields, in))
+		return false;
+	__builtin_memcpy(span->trace_id, in->trace_id, sizeof(span->trace_id));
+	span->trace_flags = continued_flags(in);
+	random_ids(0, span->span_id);
+	span->start_ns = bpf_ktime_get_ns();
+	return true;
+}
+
 /* Tells user space the ids of the server span of stream `stream` that
  * goroutine reader decoded. */
 static __always_inline void emit_h2_serve(__u32 tgid, const struct go_id *reader, __u32 stream,
@@ -121,13 +171,20 @@ static __always_inline void emit_h2_serve(__u32 tgid, const struct go_id *reader
 	h2_event_submit(h);
 }
 
+/* False on the pass of an entry probe at a stack check's jump (the
+ * cookie says so) that goes to grow the stack: the body comes next. */
+static __always_inline bool go_entry_pass(struct pt_regs *ctx)
+{
+	return !((bpf_get_attach_cookie(ctx) & GO_H2_AT_CHECK) && (ctx->flags & (X86_FLAGS_CF | X86_FLAGS_ZF)));
+}
+
 /* grpc-go's (*http2Server).operateHeaders(t, ctx, frame
  * *MetaHeadersFrame, handle): the frame in RDI (in the releases probed,
  * goexec.GRPCServeHeaders, ctx comes first). */
 SEC("uprobe/go_grpc_serve_headers")
 int weft_go_grpc_serve_headers(struct pt_regs *ctx)
 {
-	if ((bpf_get_attach_cookie(ctx) & GO_H2_AT_CHECK) && (ctx->flags & (X86_FLAGS_CF | X86_FLAGS_ZF)))
+	if (!go_entry_pass(ctx))
 		return 0;
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct proc_info *pi = go_traced(tgid);
@@ -135,25 +192,17 @@ int weft_go_grpc_serve_headers(struct pt_regs *ctx)
 	if (!pi || !go_id_of(pi, ctx->r14, &id))
 		return 0;
 	struct go_key k = {.tgid = tgid, .id = id.goid};
-	struct go_meta_headers m;
-	__u32 stream = 0;
-	struct span_ctx in = {};
-	if (bpf_probe_read_user(&m, sizeof(m), (void *)ctx->di) < 0 || !m.headers_frame ||
-	    bpf_probe_read_user(&stream, sizeof(stream), (void *)(m.headers_frame + FRAME_HEADER_STREAM_ID)) < 0 ||
-	    !stream || !grpc_traceparent(m.fields, m.nfields, &in)) {
+	__u32 stream;
+	struct span_ctx in = {}, span = {};
+	if (!h2_served_span(ctx->di, &stream, &in, &span)) {
 		delete_present(&go_h2_handoff, &k);
 		return 0;
 	}
-	struct span_ctx span = {};
-	__builtin_memcpy(span.trace_id, in.trace_id, sizeof(span.trace_id));
-	span.trace_flags = continued_flags(&in);
-	random_ids(0, span.span_id);
-	span.start_ns = bpf_ktime_get_ns();
 	bpf_map_update_elem(&go_h2_handoff, &k, &span, BPF_ANY);
 	/* The handler's creation looks for a handoff only in processes
 	 * marked so (TLS plaintext may not have marked it). */
 	pi->h2 = 1;
-	emit_h2_serve(tgid, &id, stream & 0x7fffffff, &span, in.span_id);
+	emit_h2_serve(tgid, &id, stream, &span, in.span_id);
 	return 0;
 }
 
@@ -171,17 +220,72 @@ static __always_inline bool go_h2_handed(__u32 tgid, __u64 creator, __u64 child)
 	return true;
 }
 
-/* grpc-go's (*http2Server).writeStatus, on the handler's goroutine once
- * its handler returned: the stream's span is answered, and goroutines
- * the handler left behind work for it no more. */
-SEC("uprobe/go_grpc_serve_status")
-int weft_go_grpc_serve_status(struct pt_regs *ctx)
+/* net/http's (*http2serverConn).newWriterAndRequest(sc, st *stream, f
+ * *MetaHeadersFrame), x/net/http2's (*serverConn) one alike: sc in RAX,
+ * st in RBX, f in RCX; on the connection's serve goroutine, for each
+ * stream the client opens. */
+SEC("uprobe/go_h2_serve_request")
+int weft_go_h2_serve_request(struct pt_regs *ctx)
 {
-	if ((bpf_get_attach_cookie(ctx) & GO_H2_AT_CHECK) && (ctx->flags & (X86_FLAGS_CF | X86_FLAGS_ZF)))
+	__u32 tgid;
+	struct go_id id;
+	if (!go_entry_pass(ctx) || !go_probed_goroutine(ctx, &tgid, &id) || !ctx->bx)
 		return 0;
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct proc_info *pi = go_traced(tgid);
-	__u64 goid = pi ? go_goid(pi, ctx->r14) : 0;
+	struct go_key k = {.tgid = tgid, .id = ctx->bx};
+	struct go_h2_pending p = {.sc = ctx->ax};
+	struct span_ctx in = {};
+	if (!h2_served_span(ctx->cx, &p.stream, &in, &p.span)) {
+		delete_present(&go_h2_pending, &k);
+		return 0;
+	}
+	bpf_map_update_elem(&go_h2_pending, &k, &p, BPF_ANY);
+	emit_h2_serve(tgid, &id, p.stream, &p.span, in.span_id);
+	return 0;
+}
+
+/* net/http's stream: its connection, then its id. */
+struct go_h2_stream_head {
+	__u64 sc;
+	__u32 id;
+	__u32 _pad;
+};
+
+/* net/http's (*http2serverConn).runHandler(sc, rw *responseWriter, req,
+ * handler), x/net/http2's alike, on the handler's own goroutine: sc in
+ * RAX, rw in RBX; rw.rws (first field) .stream (first field) is the
+ * stream it serves. */
+SEC("uprobe/go_h2_serve_handler")
+int weft_go_h2_serve_handler(struct pt_regs *ctx)
+{
+	__u32 tgid = 0;
+	__u64 goid = go_entry_pass(ctx) ? go_probed_goid(ctx, &tgid) : 0;
+	__u64 rws = 0;
+	struct go_key k = {.tgid = tgid};
+	if (!goid || bpf_probe_read_user(&rws, sizeof(rws), (void *)ctx->bx) < 0 || !rws ||
+	    bpf_probe_read_user(&k.id, sizeof(k.id), (void *)rws) < 0 || !k.id)
+		return 0;
+	struct go_h2_pending *found = bpf_map_lookup_elem(&go_h2_pending, &k);
+	if (!found)
+		return 0;
+	struct go_h2_pending p = *found;
+	bpf_map_delete_elem(&go_h2_pending, &k);
+	struct go_h2_stream_head st;
+	if (bpf_probe_read_user(&st, sizeof(st), (void *)k.id) < 0 || st.sc != p.sc || st.id != p.stream ||
+	    p.sc != ctx->ax)
+		return 0;
+	go_serve(tgid, goid, &p.span);
+	return 0;
+}
+
+/* A Go HTTP/2 server's handler returned, on its goroutine: grpc-go's
+ * (*http2Server).writeStatus, net/http's (*http2responseWriter)
+ * .handlerDone. The stream's span is answered, and goroutines the
+ * handler left behind work for it no more. */
+SEC("uprobe/go_h2_serve_done")
+int weft_go_h2_serve_done(struct pt_regs *ctx)
+{
+	__u32 tgid;
+	__u64 goid = go_entry_pass(ctx) ? go_probed_goid(ctx, &tgid) : 0;
 	if (!goid)
 		return 0;
 	struct go_key k = {.tgid = tgid, .id = goid};

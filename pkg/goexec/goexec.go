@@ -57,6 +57,19 @@ const (
 	// frame first.
 	GRPCServeHeaders = "google.golang.org/grpc/internal/transport.(*http2Server).operateHeaders"
 	GRPCServeStatus  = "google.golang.org/grpc/internal/transport.(*http2Server).writeStatus"
+	// H2ServeRequest makes a stream's request of its HEADERS on the
+	// serve goroutine of net/http's HTTP/2 server connection (sc, the
+	// *stream and the frame in RAX, RBX, RCX), for each stream a client
+	// opens; H2ServeHandler runs the stream's handler on a goroutine of
+	// its own (sc in RAX, the *responseWriter in RBX); H2ServeDone runs on
+	// that goroutine once the handler returned. The same since Go 1.6, and
+	// in x/net/http2 (the X names).
+	H2ServeRequest  = "net/http.(*http2serverConn).newWriterAndRequest"
+	H2ServeHandler  = "net/http.(*http2serverConn).runHandler"
+	H2ServeDone     = "net/http.(*http2responseWriter).handlerDone"
+	XH2ServeRequest = "golang.org/x/net/http2.(*serverConn).newWriterAndRequest"
+	XH2ServeHandler = "golang.org/x/net/http2.(*serverConn).runHandler"
+	XH2ServeDone    = "golang.org/x/net/http2.(*responseWriter).handlerDone"
 	// casgstatus is called by newproc1 to make the new goroutine runnable.
 	casgstatus = "runtime.casgstatus"
 	// TLSRead, TLSWrite: crypto/tls's plaintext. Read is probed at entry
@@ -79,6 +92,13 @@ const (
 
 // h2Funcs are the HTTP/2 clients' writeHeaders a binary may link.
 var h2Funcs = []string{H2WriteHeaders, XH2WriteHeaders}
+
+// H2Server is one HTTP/2 server's functions that hand a stream's span
+// to its handler.
+type H2Server struct{ Request, Handler, Done string }
+
+// h2Servers are the HTTP/2 servers a binary may link.
+var h2Servers = []H2Server{{H2ServeRequest, H2ServeHandler, H2ServeDone}, {XH2ServeRequest, XH2ServeHandler, XH2ServeDone}}
 
 // tlsFuncs are crypto/tls's probed functions: the read and write, and
 // whichever handshakes the program links (a client only has its own).
@@ -187,6 +207,21 @@ func (b *Binary) GRPCClient() (GRPCLoopyTake, bool) {
 	return GRPCLoopyTake{}, false
 }
 
+// H2Servers are the HTTP/2 servers the binary links with all three
+// functions.
+func (b *Binary) H2Servers() []H2Server {
+	var out []H2Server
+	for _, srv := range h2Servers {
+		_, req := b.Funcs[srv.Request]
+		_, handler := b.Funcs[srv.Handler]
+		_, done := b.Funcs[srv.Done]
+		if req && handler && done {
+			out = append(out, srv)
+		}
+	}
+	return out
+}
+
 // GRPCServer reports whether the binary has grpc-go's server transport:
 // where it decodes a stream's HEADERS and where a handler's status goes.
 func (b *Binary) GRPCServer() bool {
@@ -291,8 +326,8 @@ func Read(r io.ReaderAt) (b *Binary, err error) {
 		b.Arch = "amd64"
 	}
 	probed := append(append([]string{NewProc1, RoundTrip, WriteLoop, GRPCNewStream, GRPCClientHeaders, GRPCOriginateStream,
-		GRPCServeHeaders, GRPCServeStatus},
-		h2Funcs...), tlsFuncs...)
+		GRPCServeHeaders, GRPCServeStatus, H2ServeRequest, H2ServeHandler, H2ServeDone, XH2ServeRequest, XH2ServeHandler,
+		XH2ServeDone}, h2Funcs...), tlsFuncs...)
 	// The functions whose calls are probed, by caller.
 	callees := map[string]string{NewProc1: casgstatus, GRPCNewStream: grpcExecuteAndPut,
 		TLSRead: memmove, TLSWrite: tlsWriteRecord}

@@ -142,7 +142,9 @@ var hooks = []hook{
 	{prog: "weft_go_grpc_put", paths: onEvery, feature: runtimeHooks},
 	{prog: "weft_go_grpc_headers", paths: onEvery, feature: runtimeHooks},
 	{prog: "weft_go_grpc_serve_headers", paths: onEvery, feature: runtimeHooks},
-	{prog: "weft_go_grpc_serve_status", paths: onEvery, feature: runtimeHooks},
+	{prog: "weft_go_h2_serve_request", paths: onEvery, feature: runtimeHooks},
+	{prog: "weft_go_h2_serve_handler", paths: onEvery, feature: runtimeHooks},
+	{prog: "weft_go_h2_serve_done", paths: onEvery, feature: runtimeHooks},
 	{prog: "weft_ngx_upstream_init", paths: onEvery, feature: runtimeHooks},
 	{prog: "weft_ngx_upstream_init_ret", paths: onEvery, feature: runtimeHooks},
 	{prog: "weft_ngx_connect_peer", paths: onEvery, feature: runtimeHooks},
@@ -221,7 +223,9 @@ type runtimePrograms struct {
 	GoGRPCPut          *ebpf.Program `ebpf:"weft_go_grpc_put"`
 	GoGRPCHeaders      *ebpf.Program `ebpf:"weft_go_grpc_headers"`
 	GoGRPCServeHeaders *ebpf.Program `ebpf:"weft_go_grpc_serve_headers"`
-	GoGRPCServeStatus  *ebpf.Program `ebpf:"weft_go_grpc_serve_status"`
+	GoH2ServeRequest   *ebpf.Program `ebpf:"weft_go_h2_serve_request"`
+	GoH2ServeHandler   *ebpf.Program `ebpf:"weft_go_h2_serve_handler"`
+	GoH2ServeDone      *ebpf.Program `ebpf:"weft_go_h2_serve_done"`
 	NgxUpstreamInit    *ebpf.Program `ebpf:"weft_ngx_upstream_init"`
 	NgxUpstreamInitRet *ebpf.Program `ebpf:"weft_ngx_upstream_init_ret"`
 	NgxConnectPeer     *ebpf.Program `ebpf:"weft_ngx_connect_peer"`
@@ -301,7 +305,7 @@ func (o *objects) Close() error {
 
 func (r *runtimePrograms) Close() error {
 	return closeAll(r.GoNewproc1, r.GoNewproc1Casg, r.GoNewproc1Ret, r.GoRoundtrip, r.GoWriteloop, r.GoH2Headers, r.GoGRPCPut, r.GoGRPCHeaders,
-		r.GoGRPCServeHeaders, r.GoGRPCServeStatus,
+		r.GoGRPCServeHeaders, r.GoH2ServeRequest, r.GoH2ServeHandler, r.GoH2ServeDone,
 		r.NgxUpstreamInit,
 		r.NgxUpstreamInitRet, r.NgxConnectPeer, r.NgxConnectPeerRet, r.NodeAnnounce, r.LibcAnnounce)
 }

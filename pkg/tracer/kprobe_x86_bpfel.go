@@ -89,6 +89,14 @@ type kprobeGoCtx struct {
 	Root uint64
 }
 
+type kprobeGoH2Pending struct {
+	_      structs.HostLayout
+	Span   kprobeSpanCtx
+	Sc     uint64
+	Stream uint32
+	Pad    uint32
+}
+
 type kprobeGoId struct {
 	_      structs.HostLayout
 	Goid   uint64
@@ -318,6 +326,7 @@ const (
 	kprobeMapGoChildren              = "go_children"
 	kprobeMapGoCreating              = "go_creating"
 	kprobeMapGoH2Handoff             = "go_h2_handoff"
+	kprobeMapGoH2Pending             = "go_h2_pending"
 	kprobeMapGoRoute                 = "go_route"
 	kprobeMapGoSender                = "go_sender"
 	kprobeMapGoWriter                = "go_writer"
@@ -366,8 +375,10 @@ const (
 	kprobeProgWeftGoGrpcHeaders      = "weft_go_grpc_headers"
 	kprobeProgWeftGoGrpcPut          = "weft_go_grpc_put"
 	kprobeProgWeftGoGrpcServeHeaders = "weft_go_grpc_serve_headers"
-	kprobeProgWeftGoGrpcServeStatus  = "weft_go_grpc_serve_status"
 	kprobeProgWeftGoH2Headers        = "weft_go_h2_headers"
+	kprobeProgWeftGoH2ServeDone      = "weft_go_h2_serve_done"
+	kprobeProgWeftGoH2ServeHandler   = "weft_go_h2_serve_handler"
+	kprobeProgWeftGoH2ServeRequest   = "weft_go_h2_serve_request"
 	kprobeProgWeftGoNewproc1         = "weft_go_newproc1"
 	kprobeProgWeftGoNewproc1Casg     = "weft_go_newproc1_casg"
 	kprobeProgWeftGoNewproc1Ret      = "weft_go_newproc1_ret"
@@ -473,8 +484,10 @@ type kprobeProgramSpecs struct {
 	WeftGoGrpcHeaders      *ebpf.ProgramSpec `ebpf:"weft_go_grpc_headers"`
 	WeftGoGrpcPut          *ebpf.ProgramSpec `ebpf:"weft_go_grpc_put"`
 	WeftGoGrpcServeHeaders *ebpf.ProgramSpec `ebpf:"weft_go_grpc_serve_headers"`
-	WeftGoGrpcServeStatus  *ebpf.ProgramSpec `ebpf:"weft_go_grpc_serve_status"`
 	WeftGoH2Headers        *ebpf.ProgramSpec `ebpf:"weft_go_h2_headers"`
+	WeftGoH2ServeDone      *ebpf.ProgramSpec `ebpf:"weft_go_h2_serve_done"`
+	WeftGoH2ServeHandler   *ebpf.ProgramSpec `ebpf:"weft_go_h2_serve_handler"`
+	WeftGoH2ServeRequest   *ebpf.ProgramSpec `ebpf:"weft_go_h2_serve_request"`
 	WeftGoNewproc1         *ebpf.ProgramSpec `ebpf:"weft_go_newproc1"`
 	WeftGoNewproc1Casg     *ebpf.ProgramSpec `ebpf:"weft_go_newproc1_casg"`
 	WeftGoNewproc1Ret      *ebpf.ProgramSpec `ebpf:"weft_go_newproc1_ret"`
@@ -526,6 +539,7 @@ type kprobeMapSpecs struct {
 	GoChildren      *ebpf.MapSpec `ebpf:"go_children"`
 	GoCreating      *ebpf.MapSpec `ebpf:"go_creating"`
 	GoH2Handoff     *ebpf.MapSpec `ebpf:"go_h2_handoff"`
+	GoH2Pending     *ebpf.MapSpec `ebpf:"go_h2_pending"`
 	GoRoute         *ebpf.MapSpec `ebpf:"go_route"`
 	GoSender        *ebpf.MapSpec `ebpf:"go_sender"`
 	GoWriter        *ebpf.MapSpec `ebpf:"go_writer"`
@@ -628,6 +642,7 @@ type kprobeMaps struct {
 	GoChildren      *ebpf.Map `ebpf:"go_children"`
 	GoCreating      *ebpf.Map `ebpf:"go_creating"`
 	GoH2Handoff     *ebpf.Map `ebpf:"go_h2_handoff"`
+	GoH2Pending     *ebpf.Map `ebpf:"go_h2_pending"`
 	GoRoute         *ebpf.Map `ebpf:"go_route"`
 	GoSender        *ebpf.Map `ebpf:"go_sender"`
 	GoWriter        *ebpf.Map `ebpf:"go_writer"`
@@ -685,6 +700,7 @@ func (m *kprobeMaps) Close() error {
 		m.GoChildren,
 		m.GoCreating,
 		m.GoH2Handoff,
+		m.GoH2Pending,
 		m.GoRoute,
 		m.GoSender,
 		m.GoWriter,
@@ -767,8 +783,10 @@ type kprobePrograms struct {
 	WeftGoGrpcHeaders      *ebpf.Program `ebpf:"weft_go_grpc_headers"`
 	WeftGoGrpcPut          *ebpf.Program `ebpf:"weft_go_grpc_put"`
 	WeftGoGrpcServeHeaders *ebpf.Program `ebpf:"weft_go_grpc_serve_headers"`
-	WeftGoGrpcServeStatus  *ebpf.Program `ebpf:"weft_go_grpc_serve_status"`
 	WeftGoH2Headers        *ebpf.Program `ebpf:"weft_go_h2_headers"`
+	WeftGoH2ServeDone      *ebpf.Program `ebpf:"weft_go_h2_serve_done"`
+	WeftGoH2ServeHandler   *ebpf.Program `ebpf:"weft_go_h2_serve_handler"`
+	WeftGoH2ServeRequest   *ebpf.Program `ebpf:"weft_go_h2_serve_request"`
 	WeftGoNewproc1         *ebpf.Program `ebpf:"weft_go_newproc1"`
 	WeftGoNewproc1Casg     *ebpf.Program `ebpf:"weft_go_newproc1_casg"`
 	WeftGoNewproc1Ret      *ebpf.Program `ebpf:"weft_go_newproc1_ret"`
@@ -813,8 +831,10 @@ func (p *kprobePrograms) Close() error {
 		p.WeftGoGrpcHeaders,
 		p.WeftGoGrpcPut,
 		p.WeftGoGrpcServeHeaders,
-		p.WeftGoGrpcServeStatus,
 		p.WeftGoH2Headers,
+		p.WeftGoH2ServeDone,
+		p.WeftGoH2ServeHandler,
+		p.WeftGoH2ServeRequest,
 		p.WeftGoNewproc1,
 		p.WeftGoNewproc1Casg,
 		p.WeftGoNewproc1Ret,

@@ -207,18 +207,22 @@ func attachGo(progs *runtimePrograms, pid int, bin *goexec.Binary) (io.Closer, e
 		}
 		probes = append(probes, probe{progs.GoGRPCHeaders, take.Func, bin.Funcs[take.Func].Probe, inRCX})
 	}
-	if bin.GRPCServer() {
-		for _, h := range []struct {
-			prog *ebpf.Program
-			fn   string
-		}{{progs.GoGRPCServeHeaders, goexec.GRPCServeHeaders}, {progs.GoGRPCServeStatus, goexec.GRPCServeStatus}} {
-			f := bin.Funcs[h.fn]
-			var atCheck uint64 // the cookie says the probe is on the stack check's jump
-			if f.Probe != f.Entry {
-				atCheck = 1
-			}
-			probes = append(probes, probe{h.prog, h.fn, f.Probe, atCheck})
+	// An entry probe whose cookie says it is on the stack check's jump.
+	atEntry := func(prog *ebpf.Program, fn string) probe {
+		f := bin.Funcs[fn]
+		var atCheck uint64
+		if f.Probe != f.Entry {
+			atCheck = 1
 		}
+		return probe{prog, fn, f.Probe, atCheck}
+	}
+	if bin.GRPCServer() {
+		probes = append(probes, atEntry(progs.GoGRPCServeHeaders, goexec.GRPCServeHeaders),
+			atEntry(progs.GoH2ServeDone, goexec.GRPCServeStatus))
+	}
+	for _, srv := range bin.H2Servers() {
+		probes = append(probes, atEntry(progs.GoH2ServeRequest, srv.Request),
+			atEntry(progs.GoH2ServeHandler, srv.Handler), atEntry(progs.GoH2ServeDone, srv.Done))
 	}
 	for _, p := range probes {
 		if err = add(p.prog, p.fn, p.addr, p.cookie); err != nil {

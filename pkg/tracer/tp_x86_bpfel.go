@@ -89,6 +89,14 @@ type tpGoCtx struct {
 	Root uint64
 }
 
+type tpGoH2Pending struct {
+	_      structs.HostLayout
+	Span   tpSpanCtx
+	Sc     uint64
+	Stream uint32
+	Pad    uint32
+}
+
 type tpGoId struct {
 	_      structs.HostLayout
 	Goid   uint64
@@ -399,6 +407,7 @@ const (
 	tpMapGoChildren              = "go_children"
 	tpMapGoCreating              = "go_creating"
 	tpMapGoH2Handoff             = "go_h2_handoff"
+	tpMapGoH2Pending             = "go_h2_pending"
 	tpMapGoRoute                 = "go_route"
 	tpMapGoSender                = "go_sender"
 	tpMapGoWriter                = "go_writer"
@@ -462,8 +471,10 @@ const (
 	tpProgWeftGoGrpcHeaders      = "weft_go_grpc_headers"
 	tpProgWeftGoGrpcPut          = "weft_go_grpc_put"
 	tpProgWeftGoGrpcServeHeaders = "weft_go_grpc_serve_headers"
-	tpProgWeftGoGrpcServeStatus  = "weft_go_grpc_serve_status"
 	tpProgWeftGoH2Headers        = "weft_go_h2_headers"
+	tpProgWeftGoH2ServeDone      = "weft_go_h2_serve_done"
+	tpProgWeftGoH2ServeHandler   = "weft_go_h2_serve_handler"
+	tpProgWeftGoH2ServeRequest   = "weft_go_h2_serve_request"
 	tpProgWeftGoNewproc1         = "weft_go_newproc1"
 	tpProgWeftGoNewproc1Casg     = "weft_go_newproc1_casg"
 	tpProgWeftGoNewproc1Ret      = "weft_go_newproc1_ret"
@@ -584,8 +595,10 @@ type tpProgramSpecs struct {
 	WeftGoGrpcHeaders      *ebpf.ProgramSpec `ebpf:"weft_go_grpc_headers"`
 	WeftGoGrpcPut          *ebpf.ProgramSpec `ebpf:"weft_go_grpc_put"`
 	WeftGoGrpcServeHeaders *ebpf.ProgramSpec `ebpf:"weft_go_grpc_serve_headers"`
-	WeftGoGrpcServeStatus  *ebpf.ProgramSpec `ebpf:"weft_go_grpc_serve_status"`
 	WeftGoH2Headers        *ebpf.ProgramSpec `ebpf:"weft_go_h2_headers"`
+	WeftGoH2ServeDone      *ebpf.ProgramSpec `ebpf:"weft_go_h2_serve_done"`
+	WeftGoH2ServeHandler   *ebpf.ProgramSpec `ebpf:"weft_go_h2_serve_handler"`
+	WeftGoH2ServeRequest   *ebpf.ProgramSpec `ebpf:"weft_go_h2_serve_request"`
 	WeftGoNewproc1         *ebpf.ProgramSpec `ebpf:"weft_go_newproc1"`
 	WeftGoNewproc1Casg     *ebpf.ProgramSpec `ebpf:"weft_go_newproc1_casg"`
 	WeftGoNewproc1Ret      *ebpf.ProgramSpec `ebpf:"weft_go_newproc1_ret"`
@@ -635,6 +648,7 @@ type tpMapSpecs struct {
 	GoChildren     *ebpf.MapSpec `ebpf:"go_children"`
 	GoCreating     *ebpf.MapSpec `ebpf:"go_creating"`
 	GoH2Handoff    *ebpf.MapSpec `ebpf:"go_h2_handoff"`
+	GoH2Pending    *ebpf.MapSpec `ebpf:"go_h2_pending"`
 	GoRoute        *ebpf.MapSpec `ebpf:"go_route"`
 	GoSender       *ebpf.MapSpec `ebpf:"go_sender"`
 	GoWriter       *ebpf.MapSpec `ebpf:"go_writer"`
@@ -735,6 +749,7 @@ type tpMaps struct {
 	GoChildren     *ebpf.Map `ebpf:"go_children"`
 	GoCreating     *ebpf.Map `ebpf:"go_creating"`
 	GoH2Handoff    *ebpf.Map `ebpf:"go_h2_handoff"`
+	GoH2Pending    *ebpf.Map `ebpf:"go_h2_pending"`
 	GoRoute        *ebpf.Map `ebpf:"go_route"`
 	GoSender       *ebpf.Map `ebpf:"go_sender"`
 	GoWriter       *ebpf.Map `ebpf:"go_writer"`
@@ -790,6 +805,7 @@ func (m *tpMaps) Close() error {
 		m.GoChildren,
 		m.GoCreating,
 		m.GoH2Handoff,
+		m.GoH2Pending,
 		m.GoRoute,
 		m.GoSender,
 		m.GoWriter,
@@ -887,8 +903,10 @@ type tpPrograms struct {
 	WeftGoGrpcHeaders      *ebpf.Program `ebpf:"weft_go_grpc_headers"`
 	WeftGoGrpcPut          *ebpf.Program `ebpf:"weft_go_grpc_put"`
 	WeftGoGrpcServeHeaders *ebpf.Program `ebpf:"weft_go_grpc_serve_headers"`
-	WeftGoGrpcServeStatus  *ebpf.Program `ebpf:"weft_go_grpc_serve_status"`
 	WeftGoH2Headers        *ebpf.Program `ebpf:"weft_go_h2_headers"`
+	WeftGoH2ServeDone      *ebpf.Program `ebpf:"weft_go_h2_serve_done"`
+	WeftGoH2ServeHandler   *ebpf.Program `ebpf:"weft_go_h2_serve_handler"`
+	WeftGoH2ServeRequest   *ebpf.Program `ebpf:"weft_go_h2_serve_request"`
 	WeftGoNewproc1         *ebpf.Program `ebpf:"weft_go_newproc1"`
 	WeftGoNewproc1Casg     *ebpf.Program `ebpf:"weft_go_newproc1_casg"`
 	WeftGoNewproc1Ret      *ebpf.Program `ebpf:"weft_go_newproc1_ret"`
@@ -948,8 +966,10 @@ func (p *tpPrograms) Close() error {
 		p.WeftGoGrpcHeaders,
 		p.WeftGoGrpcPut,
 		p.WeftGoGrpcServeHeaders,
-		p.WeftGoGrpcServeStatus,
 		p.WeftGoH2Headers,
+		p.WeftGoH2ServeDone,
+		p.WeftGoH2ServeHandler,
+		p.WeftGoH2ServeRequest,
 		p.WeftGoNewproc1,
 		p.WeftGoNewproc1Casg,
 		p.WeftGoNewproc1Ret,
