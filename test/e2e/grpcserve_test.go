@@ -28,38 +28,71 @@ func TestGRPCServerHandlerParents(t *testing.T) {
 	for _, srv := range []struct{ name, bin string }{{"grpc-1.85", bins.h2app}, {"grpc-1.81", bins.h2appGRPC181}} {
 		for _, tls := range []bool{false, true} {
 			t.Run(srv.name+"/"+map[bool]string{false: "h2c", true: "tls"}[tls], func(t *testing.T) {
-				const n = 300
-				rcv := otlptest.Start(t)
-				back, backAddr := startServer(t)
-				mid, midAddr := startListener(t, exec.Command(srv.bin, "-mode=grpc-server", "-tls="+strconv.FormatBool(tls),
-					"-backend="+backAddr))
-				cli := startGoClient(t, "-mode=grpc-traced-client", "-tls="+strconv.FormatBool(tls), "-addr="+midAddr,
-					"-n="+strconv.Itoa(n))
-				w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", mid.Pid(), back.Pid()))
-				cli.run(t)
-				if !strings.Contains(cli.stdout.Output(), "ok") {
-					t.Fatalf("client: %s", cli.out.Output())
-				}
-				got := collectSpans(t, rcv, 3*n, 60*time.Second)
-				checkHandlerParents(t, got, n, mid.Pid(), back.Pid(), backAddr)
-				m, err := w.Metrics()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if m["h2_served_unmatched"] != 0 || m["h2_streams_lost"] != 0 || m["parent_refused_ended"] != 0 ||
-					m["parent_refused_unknown_runtime"] != 0 {
-					t.Errorf("served streams unmatched %d, streams lost %d, parents refused: ended %d, unknown %d\n%v",
-						m["h2_served_unmatched"], m["h2_streams_lost"], m["parent_refused_ended"], m["parent_refused_unknown_runtime"], m)
-				}
+				handlerChains(t, func(backAddr string) *exec.Cmd {
+					return exec.Command(srv.bin, "-mode=grpc-server", "-tls="+strconv.FormatBool(tls), "-backend="+backAddr)
+				}, "-mode=grpc-traced-client", "-tls="+strconv.FormatBool(tls))
 			})
 		}
 	}
 }
 
-// checkHandlerParents requires, for each call i of n, the gRPC server
-// span in the traceparent's trace under its span, the GET /work/i its
-// handler made under that server span, and websrv's span of it under the
-// GET; and no other span.
+// The same for Go's HTTP/2 server (h2serve.h): h2app serves /req/<i>
+// after a wait that depends on i and a GET /work/<i> to websrv; an
+// untraced client makes 300 requests over one HTTP/2 connection, 32 at a
+// time, each with a traceparent of its own. net/http's server over h2c
+// (prior knowledge) and TLS, and x/net/http2's (h2c's handler) letting 8
+// streams run at once, with the client sending 8 at a time: a stream the
+// client opens as soon as another ended may find that one's handler still
+// running, and its handler starts later (net/http queues it).
+func TestHTTP2ServerHandlerParents(t *testing.T) {
+	setup(t)
+	for _, c := range []struct {
+		name, server, client string
+		tls                  bool
+	}{{"net-http/h2c", "-mode=h2c-server", "", false}, {"net-http/tls", "-mode=https-server", "", true},
+		{"x-net/h2c", "-mode=h2c-upgrade-server -max-streams=8", "-at-once=8", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			handlerChains(t, func(backAddr string) *exec.Cmd {
+				return exec.Command(bins.h2app, append(strings.Fields(c.server), "-backend="+backAddr)...)
+			}, append(strings.Fields(c.client), "-mode=h2-traced-client", "-tls="+strconv.FormatBool(c.tls))...)
+		})
+	}
+}
+
+// handlerChains starts the server command made for websrv's address, and
+// h2app's client with clientArgs sending 300 calls to it; weft traces the
+// server and websrv. Each call's chain must be right (checkHandlerParents),
+// every served stream's report taken, no stream lost and no parent
+// refused.
+func handlerChains(t *testing.T, server func(backAddr string) *exec.Cmd, clientArgs ...string) {
+	t.Helper()
+	const n = 300
+	rcv := otlptest.Start(t)
+	back, backAddr := startServer(t)
+	mid, midAddr := startListener(t, server(backAddr))
+	cli := startGoClient(t, append(clientArgs, "-addr="+midAddr, "-n="+strconv.Itoa(n))...)
+	w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", mid.Pid(), back.Pid()))
+	cli.run(t)
+	if !strings.Contains(cli.stdout.Output(), "ok") {
+		t.Fatalf("client: %s", cli.out.Output())
+	}
+	got := collectSpans(t, rcv, 3*n, 60*time.Second)
+	checkHandlerParents(t, got, n, mid.Pid(), back.Pid(), backAddr)
+	m, err := w.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m["h2_served_unmatched"] != 0 || m["h2_streams_lost"] != 0 || m["parent_refused_ended"] != 0 ||
+		m["parent_refused_unknown_runtime"] != 0 {
+		t.Errorf("served streams unmatched %d, streams lost %d, parents refused: ended %d, unknown %d\n%v",
+			m["h2_served_unmatched"], m["h2_streams_lost"], m["parent_refused_ended"], m["parent_refused_unknown_runtime"], m)
+	}
+}
+
+// checkHandlerParents requires, for each call i of n, the server span
+// (gRPC's Call<i>, or HTTP's /req/<i>) in the traceparent's trace under
+// its span, the GET /work/i its handler made under that server span, and
+// websrv's span of it under the GET; and no other span.
 func checkHandlerParents(t *testing.T, got []span, n, midPid, backPid int, backAddr string) {
 	t.Helper()
 	servers, gets, backs := map[int]span{}, map[int]span{}, map[int]span{}
@@ -69,7 +102,11 @@ func checkHandlerParents(t *testing.T, got []span, n, midPid, backPid int, backA
 		var into map[int]span
 		switch {
 		case pid == int64(midPid) && s.kind == tracepb.Span_SPAN_KIND_SERVER:
-			call, _ = strings.CutPrefix(fmt.Sprint(s.attrs["rpc.method"]), "Call")
+			if m, ok := s.attrs["rpc.method"]; ok {
+				call, _ = strings.CutPrefix(fmt.Sprint(m), "Call")
+			} else {
+				call, _ = strings.CutPrefix(fmt.Sprint(s.attrs["url.path"]), "/req/")
+			}
 			into = servers
 		case pid == int64(midPid) && s.kind == tracepb.Span_SPAN_KIND_CLIENT:
 			call, _ = strings.CutPrefix(fmt.Sprint(s.attrs["url.full"]), "http://"+backAddr+"/work/")

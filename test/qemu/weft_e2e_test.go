@@ -25,7 +25,7 @@ var (
 		"TestGoAsyncParents", "TestNginxParents", "TestHTTP2Streams", "TestTLSGo"}
 	guestTests = append(slices.Clone(guestCoreTests), "TestSamplingTraceIDRatio", "TestHTTP2ClientParents",
 		"TestGRPCClientParents", "TestGRPCCalls", "TestTLSGoStackGrowth", "TestTLSGoPlainCall", "TestGRPCCallsTLS",
-		"TestGRPCServerHandlerParents")
+		"TestGRPCServerHandlerParents", "TestHTTP2ServerHandlerParents")
 )
 
 // guestTestsFor is what a guest runs on a kernel and attach path: every

@@ -47,26 +47,31 @@ import (
 )
 
 func main() {
-	mode := flag.String("mode", "", "h2c-server, h2c-upgrade-server, h2c-client, steady, https-server, https-client, grpc-server, grpc-client, grpc-traced-client, grpc-load, h2-front, grpc-front, raw-front or tls-deep-client")
+	mode := flag.String("mode", "", "h2c-server, h2c-upgrade-server, h2c-client, h2-traced-client, steady, https-server, https-client, grpc-server, grpc-client, grpc-traced-client, grpc-load, h2-front, grpc-front, raw-front or tls-deep-client")
 	addr := flag.String("addr", "", "server address (clients; h2-front, grpc-front: its backend)")
 	n := flag.Int("n", 100, "requests (clients)")
 	h1 := flag.Bool("http1", false, "https-client, steady: HTTP/1.1 only (else HTTP/2)")
-	useTLS := flag.Bool("tls", false, "grpc-server, grpc-client, h2-front, grpc-front, steady: over TLS; raw-front: serving HTTPS/1.1")
+	useTLS := flag.Bool("tls", false, "grpc-server, grpc-client, h2-traced-client, h2-front, grpc-front, steady: over TLS; raw-front: serving HTTPS/1.1")
 	runFor := flag.Duration("for", 10*time.Second, "steady: how long to send at most (a line on stdin stops it)")
 	paths := flag.Int("paths", 500, "steady: how many paths request numbers cycle through")
 	noKeepAlive := flag.Bool("no-keepalive", false, "steady -http1: a connection per request")
+	atOnce := flag.Int("at-once", 32, "h2-traced-client: requests in flight at once")
+	maxStreams := flag.Uint("max-streams", 0, "h2c-upgrade-server: the streams a connection may have open at once (0: x/net's default)")
 	certOut := flag.String("cert-out", "", "grpc-server -tls: write the server's certificate (PEM) there, for clients to trust")
-	flag.StringVar(&workBackend, "backend", "", "grpc-server: the HTTP/1.1 server (host:port) each Call<n> calls, GET /work/<n>, before it answers")
+	flag.StringVar(&workBackend, "backend", "", "grpc-server, h2c-server, h2c-upgrade-server, https-server: the HTTP/1.1 server (host:port) each Call<n> or /req/<n> calls, GET /work/<n>, before it answers")
 	flag.Parse()
 	var err error
 	switch *mode {
 	case "h2c-server":
-		err = h2cServer(false)
+		err = h2cServer(false, 0)
 	case "h2c-upgrade-server":
-		err = h2cServer(true)
+		err = h2cServer(true, uint32(*maxStreams))
 	case "h2c-client":
 		waitGo()
 		err = h2cClient(*addr, *n)
+	case "h2-traced-client":
+		waitGo()
+		err = h2TracedClient(*addr, *n, *atOnce, *useTLS)
 	case "steady":
 		waitGo()
 		err = steady(*addr, *runFor, *h1, *noKeepAlive, *useTLS, *paths)
@@ -147,8 +152,8 @@ func waitOf(i int) time.Duration { return time.Duration((i*7)%20) * time.Millise
 
 // h2cServer serves HTTP/2 without TLS: with prior knowledge (net/http),
 // or, with upgrade, also to HTTP/1.1 requests that ask for it (Upgrade:
-// h2c, x/net's h2c handler).
-func h2cServer(upgrade bool) error {
+// h2c, x/net's h2c handler), up to maxStreams streams at once.
+func h2cServer(upgrade bool, maxStreams uint32) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -159,7 +164,7 @@ func h2cServer(upgrade bool) error {
 	protos.SetHTTP1(true) // steady -http1's
 	srv := &http.Server{Protocols: &protos, Handler: answer}
 	if upgrade {
-		srv = &http.Server{Handler: h2c.NewHandler(answer, &http2.Server{})}
+		srv = &http.Server{Handler: h2c.NewHandler(answer, &http2.Server{MaxConcurrentStreams: maxStreams})}
 	}
 	return srv.Serve(ln)
 }
@@ -178,6 +183,12 @@ var answer = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 	}
 	io.Copy(io.Discard, r.Body)
 	time.Sleep(waitOf(i))
+	if workBackend != "" {
+		if err := callBackend(r.Context(), strconv.Itoa(i)); err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+	}
 	w.WriteHeader(statusOf(i))
 	w.Write(body(i))
 })
@@ -194,6 +205,33 @@ func h2cClient(addr string, n int) error {
 		return err
 	}
 	if err := concurrently(1, n, get); err != nil {
+		return err
+	}
+	fmt.Println("ok")
+	return nil
+}
+
+// h2TracedClient sends n requests /req/<i> over one HTTP/2 connection
+// (prior-knowledge h2c, or with useTLS h2 by ALPN), atOnce at a time,
+// each with a traceparent of its own (traceparentFor), as an
+// instrumented caller sends.
+func h2TracedClient(addr string, n, atOnce int, useTLS bool) error {
+	var protos http.Protocols
+	protos.SetUnencryptedHTTP2(!useTLS)
+	protos.SetHTTP2(useTLS)
+	tr := &http.Transport{Protocols: &protos, MaxConnsPerHost: 1}
+	scheme := "http"
+	if useTLS {
+		tr.TLSClientConfig, scheme = &tls.Config{InsecureSkipVerify: true}, "https"
+	}
+	c := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	slots := make(chan struct{}, atOnce)
+	get := func(i int) error {
+		slots <- struct{}{}
+		defer func() { <-slots }()
+		return fetchWith(c, fmt.Sprintf("%s://%s/req/%d", scheme, addr, i), i, 2, traceparentFor(i))
+	}
+	if err := concurrently(0, n, get); err != nil {
 		return err
 	}
 	fmt.Println("ok")
@@ -293,11 +331,16 @@ func httpsClient(addr string, n int, http1 bool) error {
 // fetch sends request i to url and checks its answer byte for byte, and
 // that it came over HTTP/major.
 func fetch(c *http.Client, url string, i, major int) error {
+	return fetchWith(c, url, i, major, traceparentOf(i))
+}
+
+// fetchWith is fetch with the traceparent tp, if any.
+func fetchWith(c *http.Client, url string, i, major int, tp string) error {
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
-	if tp := traceparentOf(i); tp != "" {
+	if tp != "" {
 		req.Header.Set("traceparent", tp)
 	}
 	resp, err := c.Do(req)
