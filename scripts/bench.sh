@@ -32,6 +32,10 @@ echo "## HTTP/2 and gRPC: CPU per gRPC call, grpc-go client and server, 1000 una
 echo
 go run ./test/bench -grpc -rate 1000 -rounds 6 -duration 15s -modes off,on "$@"
 echo
+echo "## HTTP/2: CPU per request, net/http client and h2c server, 1000 GETs/s with a traceparent, weft off / on"
+echo
+go run ./test/bench -h2 -rate 1000 -rounds 6 -duration 15s -modes off,on "$@"
+echo
 echo "## TLS: CPU per HTTPS request, nginx (TLS) in front of a Go backend, a Go HTTPS server and a Node.js HTTPS server, 1000 requests/s, weft off / with --tls=off / on"
 echo
 go run ./test/bench -tls -rate 1000 -rounds 6 -duration 15s -modes off,notls,on "$@"

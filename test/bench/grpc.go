@@ -12,13 +12,16 @@ import (
 	"time"
 )
 
-var grpcBench = flag.Bool("grpc", false, "benchmark gRPC calls over h2c (test/e2e/testdata/h2app: grpc-go client and server, unary calls at -rate, default 1000/s): CPU per call of both processes, weft off and on (-modes)")
+var (
+	grpcBench = flag.Bool("grpc", false, "benchmark gRPC calls over h2c (test/e2e/testdata/h2app: grpc-go client and server, unary calls at -rate, default 1000/s): CPU per call of both processes, weft off and on (-modes)")
+	h2Bench   = flag.Bool("h2", false, "benchmark HTTP/2 requests over h2c (test/e2e/testdata/h2app: net/http client and server, GETs with a traceparent at -rate, default 1000/s): CPU per request of both processes, weft off and on (-modes)")
+)
 
-// runGRPCBench measures what weft costs per gRPC call: h2app's grpc-go
-// client makes unary calls at a fixed rate to its server, each run on a
-// connection opened after weft started, and the two processes' CPU per
-// call is compared across modes, round by round.
-func runGRPCBench() {
+// runH2Bench measures what weft costs per gRPC call (grpc) or HTTP/2
+// request: h2app's client makes calls at a fixed rate to its server, each
+// run on a connection opened after weft started, and the two processes'
+// CPU per call is compared across modes, round by round.
+func runH2Bench(grpc bool) {
 	dir, err := os.MkdirTemp("", "weft-bench-")
 	check(err)
 	defer os.RemoveAll(dir)
@@ -28,9 +31,13 @@ func runGRPCBench() {
 	if out, err := exec.Command("go", "build", "-o", bin, "./test/e2e/testdata/h2app").CombinedOutput(); err != nil {
 		log.Fatalf("build h2app: %v\n%s", err, out)
 	}
-	srv, addr := startServer(bin, "-mode=grpc-server")
+	serverMode, loadMode, what := "-mode=h2c-server", "-mode=h2-load", "HTTP/2 GETs (h2c, net/http, with a traceparent)"
+	if grpc {
+		serverMode, loadMode, what = "-mode=grpc-server", "-mode=grpc-load", "gRPC unary calls"
+	}
+	srv, addr := startServer(bin, serverMode)
 	defer srv.Process.Kill()
-	load := exec.Command(bin, "-mode=grpc-load", "-addr="+addr)
+	load := exec.Command(bin, loadMode, "-addr="+addr)
 	orphanless(load)
 	stdin, err := load.StdinPipe()
 	check(err)
@@ -97,6 +104,6 @@ func runGRPCBench() {
 			runs = append(runs, r)
 		}
 	}
-	fmt.Printf("\ngRPC unary calls at %d/s for %v per run, %d rounds; \"server CPU\" is client and server together\n\n", *rate, *duration, *rounds)
+	fmt.Printf("\n%s at %d/s for %v per run, %d rounds; \"server CPU\" is client and server together\n\n", what, *rate, *duration, *rounds)
 	report(runs, order)
 }

@@ -89,11 +89,11 @@ func main() {
 		runGoroutineCost()
 		return
 	}
-	if *grpcBench {
+	if *grpcBench || *h2Bench {
 		if *rate == 0 {
 			*rate = 1000
 		}
-		runGRPCBench()
+		runH2Bench(*grpcBench)
 		return
 	}
 	if *tlsBench {

@@ -47,7 +47,7 @@ import (
 )
 
 func main() {
-	mode := flag.String("mode", "", "h2c-server, h2c-upgrade-server, h2c-client, h2-traced-client, steady, https-server, https-client, grpc-server, grpc-client, grpc-traced-client, grpc-load, h2-front, grpc-front, raw-front or tls-deep-client")
+	mode := flag.String("mode", "", "h2c-server, h2c-upgrade-server, h2c-client, h2-traced-client, steady, https-server, https-client, grpc-server, grpc-client, grpc-traced-client, grpc-load, h2-load, h2-front, grpc-front, raw-front or tls-deep-client")
 	addr := flag.String("addr", "", "server address (clients; h2-front, grpc-front: its backend)")
 	n := flag.Int("n", 100, "requests (clients)")
 	h1 := flag.Bool("http1", false, "https-client, steady: HTTP/1.1 only (else HTTP/2)")
@@ -89,7 +89,9 @@ func main() {
 		waitGo()
 		err = grpcTracedClient(*addr, *n, *useTLS)
 	case "grpc-load":
-		err = grpcLoad(*addr)
+		err = load(*addr, grpcCall)
+	case "h2-load":
+		err = load(*addr, h2Call)
 	case "h2-front":
 		err = h2Front(*addr, *useTLS)
 	case "grpc-front":
@@ -587,12 +589,12 @@ func grpcTracedClient(addr string, n int, useTLS bool) error {
 	return nil
 }
 
-// grpcLoad is the benchmark's gRPC client (test/bench -grpc): for each line
-// "<calls/s> <duration>" on stdin it opens a connection, makes unary Get
-// calls at that rate (open loop) for that long, closes the connection and
-// prints "<calls> <p50 ns> <p99 ns>". A connection per run: weft, started
+// load is the benchmark's client (test/bench -grpc, -h2): for each line
+// "<calls/s> <duration>" on stdin it opens a connection, makes calls at
+// that rate (open loop) for that long, closes the connection and prints
+// "<calls> <p50 ns> <p99 ns>". A connection per run: weft, started
 // between runs, follows only connections it sees open.
-func grpcLoad(addr string) error {
+func load(addr string, dial func(addr string) (call func() error, closer func(), err error)) error {
 	fmt.Println(os.Getpid())
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
@@ -605,7 +607,7 @@ func grpcLoad(addr string) error {
 		if err != nil || derr != nil || rate <= 0 || d <= 0 {
 			return fmt.Errorf("load line %q: %v %v", in.Text(), err, derr)
 		}
-		lat, err := loadRun(addr, rate, d)
+		lat, err := loadRun(addr, rate, d, dial)
 		if err != nil {
 			return err
 		}
@@ -615,16 +617,36 @@ func grpcLoad(addr string) error {
 	return in.Err()
 }
 
-func loadRun(addr string, rate int, d time.Duration) ([]time.Duration, error) {
+// grpcCall makes unary Get calls on a grpc-go connection to addr.
+func grpcCall(addr string) (func() error, func(), error) {
 	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, nil, err
+	}
+	return func() error {
+		out := new(wrapperspb.StringValue)
+		return cc.Invoke(context.Background(), "/"+serviceName+"/Get", wrapperspb.String("k"), out)
+	}, func() { cc.Close() }, nil
+}
+
+// h2Call makes GET /req/0 (answered at once) on a prior-knowledge h2c
+// connection to addr, with a traceparent as an instrumented caller sends
+// (the server's handler then serves the stream's span, h2serve.h).
+func h2Call(addr string) (func() error, func(), error) {
+	var protos http.Protocols
+	protos.SetUnencryptedHTTP2(true)
+	tr := &http.Transport{Protocols: &protos, MaxConnsPerHost: 1}
+	c := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	url := "http://" + addr + "/req/0"
+	return func() error { return fetchWith(c, url, 0, 2, traceparentFor(0)) }, tr.CloseIdleConnections, nil
+}
+
+func loadRun(addr string, rate int, d time.Duration, dial func(string) (func() error, func(), error)) ([]time.Duration, error) {
+	call, closer, err := dial(addr)
 	if err != nil {
 		return nil, err
 	}
-	defer cc.Close()
-	call := func() error {
-		out := new(wrapperspb.StringValue)
-		return cc.Invoke(context.Background(), "/"+serviceName+"/Get", wrapperspb.String("k"), out)
-	}
+	defer closer()
 	if err := call(); err != nil { // connected before the clock starts
 		return nil, err
 	}
