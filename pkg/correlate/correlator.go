@@ -258,7 +258,7 @@ type Correlator struct {
 	h2readers map[h2ReaderKey]*conn
 	// h2creators: the HTTP/2 server connections whose readers each
 	// goroutine created (h2serve.go).
-	h2creators map[h2ReaderKey]*h2Creator
+	h2creators map[h2ReaderKey]map[*conn]struct{}
 	ids        *idSource
 	stats      Stats
 	log        *slog.Logger

@@ -25,14 +25,6 @@ type h2ReaderKey struct {
 // end (as many as it follows open).
 const maxH2Served = 1024
 
-// h2Creator is the connections whose current reader a goroutine
-// created: one names it, more name nothing (which of them a report is
-// for cannot be told).
-type h2Creator struct {
-	cn    *conn
-	conns int
-}
-
 // h2Reader notes that ev, a read of HTTP/2 connection cn, names the
 // goroutine that reads it and that goroutine's creator.
 func (c *Correlator) h2Reader(cn *conn, ev *event.Event) {
@@ -52,15 +44,14 @@ func (c *Correlator) h2Reader(cn *conn, ev *event.Event) {
 	}
 	hc.creator = h2ReaderKey{ev.PID, ev.Creator}
 	if c.h2creators == nil {
-		c.h2creators = map[h2ReaderKey]*h2Creator{}
+		c.h2creators = map[h2ReaderKey]map[*conn]struct{}{}
 	}
-	cr := c.h2creators[hc.creator]
-	if cr == nil {
-		cr = &h2Creator{}
-		c.h2creators[hc.creator] = cr
+	conns := c.h2creators[hc.creator]
+	if conns == nil {
+		conns = map[*conn]struct{}{}
+		c.h2creators[hc.creator] = conns
 	}
-	cr.cn = cn
-	cr.conns++
+	conns[cn] = struct{}{}
 }
 
 // forgetH2Reader drops what cn's reader named, when it still names cn.
@@ -70,8 +61,8 @@ func (c *Correlator) forgetH2Reader(cn *conn) {
 		delete(c.h2readers, hc.reader)
 	}
 	hc.reader = h2ReaderKey{}
-	if cr := c.h2creators[hc.creator]; cr != nil {
-		if cr.conns--; cr.conns == 0 {
+	if conns := c.h2creators[hc.creator]; conns != nil {
+		if delete(conns, cn); len(conns) == 0 {
 			delete(c.h2creators, hc.creator)
 		}
 	}
@@ -79,13 +70,17 @@ func (c *Correlator) forgetH2Reader(cn *conn) {
 }
 
 // h2Served is the connection whose stream a report of goroutine g of
-// process pid, created by creator, is for.
+// process pid, created by creator, is for. A goroutine that created the
+// readers of more than one connection followed names none of them: which
+// the report is for cannot be told.
 func (c *Correlator) h2Served(pid uint32, g, creator uint64) *conn {
 	if cn := c.h2readers[h2ReaderKey{pid, g}]; cn != nil {
 		return cn
 	}
-	if cr := c.h2creators[h2ReaderKey{pid, g}]; cr != nil && cr.conns == 1 {
-		return cr.cn
+	if conns := c.h2creators[h2ReaderKey{pid, g}]; len(conns) == 1 {
+		for cn := range conns {
+			return cn
+		}
 	}
 	if creator != 0 {
 		return c.h2readers[h2ReaderKey{pid, creator}]

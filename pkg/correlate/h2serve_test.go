@@ -78,7 +78,7 @@ func TestH2ServedStreams(t *testing.T) {
 // goroutine, which reads nothing: goroutines it created read. A report
 // naming it goes to the connection those goroutines read; when it created
 // the readers of two open connections, the report is for neither and is
-// counted.
+// counted, until one of them closes.
 func TestH2ServedByReadersCreator(t *testing.T) {
 	r := newRec(t, Options{})
 	read := func(conn uint64, reader, creator uint64, ts uint64, payload string) {
@@ -101,13 +101,18 @@ func TestH2ServedByReadersCreator(t *testing.T) {
 	serve(20, 1, 3*ms, [16]byte{0xa1})
 	serve(30, 1, 3*ms, [16]byte{0xb1})
 	read(3, 42, 20, 4*ms, call(c, 1, "/c/1")) // 20 now created readers of two connections
-	serve(20, 1, 5*ms, [16]byte{0xc1})
-	for conn := range uint64(3) {
-		r.h2data(conn+1, event.Egress, 6*ms, newH2Copy(false).headers(1, true, ":status", "200").take(), event.CaptureH2)
-	}
-	want := map[string]byte{"/a/1": 0xa1, "/b/1": 0xb1}
-	if len(r.spans) != 3 {
-		t.Fatalf("%d spans, want 3", len(r.spans))
+	serve(20, 1, 5*ms, [16]byte{0xc1})        // for neither
+	r.h2data(3, event.Egress, 6*ms, newH2Copy(false).headers(1, true, ":status", "200").take(), event.CaptureH2)
+	r.c.Handle(&event.Event{Kind: event.KindClose, ConnID: 3, PID: 10, Time: 6 * ms})
+	read(1, 22, 20, 7*ms, call(a, 3, "/a/3")) // the first connection's alone again
+	serve(20, 3, 7*ms, [16]byte{0xa3})
+	resp := newH2Copy(false)
+	r.h2data(1, event.Egress, 8*ms, resp.headers(1, true, ":status", "200").headers(3, true, ":status", "200").take(),
+		event.CaptureH2)
+	r.h2data(2, event.Egress, 8*ms, newH2Copy(false).headers(1, true, ":status", "200").take(), event.CaptureH2)
+	want := map[string]byte{"/a/1": 0xa1, "/b/1": 0xb1, "/a/3": 0xa3}
+	if len(r.spans) != 4 {
+		t.Fatalf("%d spans, want 4", len(r.spans))
 	}
 	for _, s := range r.spans {
 		w, ok := want[s.Path]
@@ -121,8 +126,8 @@ func TestH2ServedByReadersCreator(t *testing.T) {
 	if got := r.c.Stats().H2ServedUnmatched.Load(); got != 1 {
 		t.Errorf("unmatched reports %d, want 1", got)
 	}
-	for conn := range uint64(3) {
-		r.c.Handle(&event.Event{Kind: event.KindClose, ConnID: conn + 1, PID: 10, Time: 8 * ms})
+	for conn := range uint64(2) {
+		r.c.Handle(&event.Event{Kind: event.KindClose, ConnID: conn + 1, PID: 10, Time: 9 * ms})
 	}
 	if len(r.c.h2readers) != 0 || len(r.c.h2creators) != 0 {
 		t.Errorf("%d readers, %d creators left after the closes", len(r.c.h2readers), len(r.c.h2creators))
