@@ -62,7 +62,7 @@ const (
 	// *stream and the frame in RAX, RBX, RCX), for each stream a client
 	// opens; H2ServeHandler runs the stream's handler on a goroutine of
 	// its own (sc in RAX, the *responseWriter in RBX); H2ServeDone runs on
-	// that goroutine once the handler returned. The same since Go 1.6, and
+	// that goroutine once the handler returned. The same since Go 1.7, and
 	// in x/net/http2 (the X names).
 	H2ServeRequest  = "net/http.(*http2serverConn).newWriterAndRequest"
 	H2ServeHandler  = "net/http.(*http2serverConn).runHandler"
