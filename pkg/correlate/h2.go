@@ -234,6 +234,7 @@ func (c *Correlator) h2span(cn *conn, x *h2.Exchange) {
 		ex.span.TraceID, ex.span.SpanID, ex.span.ParentID, ex.span.TraceFlags = ids.trace, ids.span, ids.parent, ids.flags
 	case kind == spans.KindServer && takeH2Served(cn.h2, x.StreamID, &ids):
 		ex.span.TraceID, ex.span.SpanID, ex.span.ParentID, ex.span.TraceFlags = ids.trace, ids.span, ids.parent, ids.flags
+		ex.span.ParentRemote = ids.parent.IsValid()
 	case kind == spans.KindServer:
 		ex.span.SpanID = c.ids.spanID()
 		if linked, k, linkable := c.serverParent(cn, x, &ex.span); !linked && linkable {

@@ -59,8 +59,9 @@ func TestH2ServedStreams(t *testing.T) {
 		switch {
 		case s.Kind != spans.KindServer:
 			t.Errorf("%s: kind %v", s.Path, s.Kind)
-		case ok && (s.TraceID != w.trace || s.SpanID != w.span || s.ParentID != w.parent):
-			t.Errorf("%s: trace %s span %s parent %s, want the kernel's", s.Path, s.TraceID, s.SpanID, s.ParentID)
+		case ok && (s.TraceID != w.trace || s.SpanID != w.span || s.ParentID != w.parent || !s.ParentRemote):
+			t.Errorf("%s: trace %s span %s parent %s (remote %v), want the kernel's, a remote parent", s.Path, s.TraceID,
+				s.SpanID, s.ParentID, s.ParentRemote)
 		case !ok && (s.TraceID.String() != tp[3:35] || s.ParentID.String() != tp[36:52]):
 			t.Errorf("%s: trace %s parent %s, want the traceparent's", s.Path, s.TraceID, s.ParentID)
 		}
