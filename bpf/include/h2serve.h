@@ -8,7 +8,11 @@
  * created, or its creator (h2_stream_parent names every read's goroutine
  * and that goroutine's creator). A probe on the handler's goroutine once
  * its handler returned ends the span's root. A stream without
- * traceparent leaves nothing: user space decides its span (h2link), and
+ * traceparent gets a new trace the same way when user space marked its
+ * decoding goroutine, or the one that created it, as decoding a
+ * connection whose client weft does not follow on this host
+ * (go_h2_fresh); else it leaves nothing: user space decides its span
+ * (h2link: under its client's span when weft follows both ends here), and
  * its handler serves no request. Only the decoded header list is read:
  * HeaderField of x/net/http2/hpack and the stream id of the frame
  * header, unchanged since 2016.
@@ -42,6 +46,17 @@ struct {
 	__type(key, struct go_key);
 	__type(value, struct span_ctx);
 } go_h2_handoff SEC(".maps");
+
+/* (tgid, goroutine) -> 1: the goroutine reads, or created the reader of,
+ * a server connection whose client weft does not follow on this host,
+ * so that no client span can be its streams' parent; set and removed by
+ * user space once it has seen the connection's reads. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct go_key);
+	__type(value, __u8);
+} go_h2_fresh SEC(".maps");
 
 /* A net/http stream's span, until its handler starts: with the stream's
  * connection and id, which runHandler checks against the stream it is
@@ -134,10 +149,24 @@ static __always_inline bool grpc_traceparent(__u64 fields, __u64 n, struct span_
 	return false;
 }
 
-/* The id of the stream whose HEADERS frame (a *MetaHeadersFrame) a
- * server decodes, its incoming traceparent, and the server span decided
- * for it; false when the frame cannot be read or has no traceparent. */
-static __always_inline bool h2_served_span(__u64 frame, __u32 *stream, struct span_ctx *in, struct span_ctx *span)
+/* Whether goroutine id of process tgid, or its creator, decodes a
+ * connection user space marked (go_h2_fresh). */
+static __always_inline bool go_h2_fresh_for(__u32 tgid, const struct go_id *id)
+{
+	struct go_key k = {.tgid = tgid, .id = id->goid};
+	if (bpf_map_lookup_elem(&go_h2_fresh, &k))
+		return true;
+	k.id = id->parent;
+	return k.id && bpf_map_lookup_elem(&go_h2_fresh, &k);
+}
+
+/* The id of the stream whose HEADERS frame (a *MetaHeadersFrame)
+ * goroutine id of process tgid decodes, its incoming traceparent (in;
+ * zero when it starts a trace), and the server span decided for it;
+ * false when the frame cannot be read, or when it has no traceparent and
+ * its connection is not marked fresh. */
+static __always_inline bool h2_served_span(__u64 frame, __u32 tgid, const struct go_id *id, __u32 *stream,
+					   struct span_ctx *in, struct span_ctx *span)
 {
 	struct go_meta_headers m;
 	*stream = 0;
@@ -145,11 +174,19 @@ static __always_inline bool h2_served_span(__u64 frame, __u32 *stream, struct sp
 	    bpf_probe_read_user(stream, sizeof(*stream), (void *)(m.headers_frame + FRAME_HEADER_STREAM_ID)) < 0)
 		return false;
 	*stream &= 0x7fffffff;
-	if (!*stream || !grpc_traceparent(m.fields, m.nfields, in))
+	if (!*stream)
 		return false;
-	__builtin_memcpy(span->trace_id, in->trace_id, sizeof(span->trace_id));
-	span->trace_flags = continued_flags(in);
-	random_ids(0, span->span_id);
+	if (grpc_traceparent(m.fields, m.nfields, in)) {
+		__builtin_memcpy(span->trace_id, in->trace_id, sizeof(span->trace_id));
+		span->trace_flags = continued_flags(in);
+		random_ids(0, span->span_id);
+	} else if (go_h2_fresh_for(tgid, id)) {
+		__builtin_memset(in, 0, sizeof(*in));
+		random_ids(span->trace_id, span->span_id);
+		span->trace_flags = root_flags(span->trace_id);
+	} else {
+		return false;
+	}
 	span->start_ns = bpf_ktime_get_ns();
 	return true;
 }
@@ -194,7 +231,7 @@ int weft_go_grpc_serve_headers(struct pt_regs *ctx)
 	struct go_key k = {.tgid = tgid, .id = id.goid};
 	__u32 stream;
 	struct span_ctx in = {}, span = {};
-	if (!h2_served_span(ctx->di, &stream, &in, &span)) {
+	if (!h2_served_span(ctx->di, tgid, &id, &stream, &in, &span)) {
 		delete_present(&go_h2_handoff, &k);
 		return 0;
 	}
@@ -234,7 +271,7 @@ int weft_go_h2_serve_request(struct pt_regs *ctx)
 	struct go_key k = {.tgid = tgid, .id = ctx->bx};
 	struct go_h2_pending p = {.sc = ctx->ax};
 	struct span_ctx in = {};
-	if (!h2_served_span(ctx->cx, &p.stream, &in, &p.span)) {
+	if (!h2_served_span(ctx->cx, tgid, &id, &p.stream, &in, &p.span)) {
 		delete_present(&go_h2_pending, &k);
 		return 0;
 	}

@@ -121,6 +121,11 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 		Router:         router,
 		Observe:        sm.observe(),
 		NetNS:          tr.NetNS,
+		H2Fresh: func(pid uint32, goroutine uint64, fresh bool) {
+			if err := tr.MarkH2Fresh(pid, goroutine, fresh); err != nil {
+				slog.Debug("HTTP/2 streams without traceparent keep no new trace for their handler", "component", "agent", "error", err)
+			}
+		},
 		NotHTTP: func(id uint64, local, remote uint16) {
 			if err := tr.SkipNotHTTP(id, local, remote); err != nil {
 				slog.Debug("kernel keeps copying a connection that is not HTTP", "component", "agent", "error", err)

@@ -49,6 +49,12 @@ type Options struct {
 	// false when unknown: loopback HTTP/2 connections are linked end to
 	// end only within one (h2link.go). Called once per such connection.
 	NetNS func(pid uint32) (uint64, bool)
+	// H2Fresh, when set, tells the kernel whether goroutine goroutine of
+	// process pid reads, or created the reader of, an HTTP/2 server
+	// connection whose client weft does not follow on this host: the
+	// kernel then starts a trace for each of its streams without
+	// traceparent, for the stream's handler (h2serve.go).
+	H2Fresh func(pid uint32, goroutine uint64, fresh bool)
 }
 
 func (o *Options) defaults() {
@@ -107,6 +113,10 @@ type Stats struct {
 	// H2ServedUnmatched: server streams the kernel gave ids (and their
 	// handler) that no followed stream took (h2serve.go).
 	H2ServedUnmatched atomic.Uint64
+	// H2ServedNew: server streams without traceparent that the kernel
+	// gave a new trace (and their handler), on connections whose client
+	// weft does not follow on this host (h2serve.go).
+	H2ServedNew atomic.Uint64
 
 	mu     sync.Mutex
 	byKind httpparse.ErrorCounts // parse errors by reason
@@ -135,6 +145,7 @@ func (s *Stats) Snapshot() map[string]uint64 {
 		"h2_parents_unmatched":       s.H2ClaimsUnmatched.Load(),
 		"h2_streams_linked":          s.H2Linked.Load(),
 		"h2_served_unmatched":        s.H2ServedUnmatched.Load(),
+		"h2_served_new":              s.H2ServedNew.Load(),
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

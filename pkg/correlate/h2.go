@@ -36,9 +36,11 @@ type h2conn struct {
 	// first: the same connection's other end, kept after its close.
 	peer *h2linkTable
 	// reader is the goroutine the connection's reads name, creator the
-	// goroutine that created it, and served the ids the kernel decided
-	// for its server streams (h2serve.go).
+	// goroutine that created it, fresh whether they are marked as
+	// decoding a connection whose client is not followed here, and served
+	// the ids the kernel decided for its server streams (h2serve.go).
 	reader, creator h2ReaderKey
+	fresh           bool
 	served          map[uint32]spanIDs
 }
 

@@ -15,6 +15,15 @@ import (
 // reads (net/http's serve goroutine starts the readers), or else that its
 // creator read (grpc-go's connection goroutine reads the first frames,
 // and buffers what came with them, before it starts the reader).
+//
+// A stream without traceparent gets its ids from the kernel too when its
+// connection's client is not followed on this host (no client span can
+// be its parent, h2link.go): once user space has seen a read of such a
+// connection, it marks the reading goroutine, and the goroutine that
+// created it while that one created no other connection's reader, fresh
+// (Options.H2Fresh), and the kernel starts a trace for each stream those
+// goroutines decode. Streams decoded before (a connection's first ones)
+// start their trace in user space, and their handler's calls theirs.
 
 type h2ReaderKey struct {
 	pid       uint32
@@ -39,6 +48,10 @@ func (c *Correlator) h2Reader(cn *conn, ev *event.Event) {
 		c.h2readers = map[h2ReaderKey]*conn{}
 	}
 	c.h2readers[k] = cn
+	hc.fresh = c.opts.H2Fresh != nil && (!hc.linkable || c.h2links[hc.link] == nil)
+	if hc.fresh {
+		c.opts.H2Fresh(k.pid, k.goroutine, true)
+	}
 	if ev.Creator == 0 {
 		return
 	}
@@ -52,6 +65,12 @@ func (c *Correlator) h2Reader(cn *conn, ev *event.Event) {
 		c.h2creators[hc.creator] = conns
 	}
 	conns[cn] = struct{}{}
+	switch {
+	case len(conns) > 1 && c.opts.H2Fresh != nil: // it names no one connection
+		c.opts.H2Fresh(hc.creator.pid, hc.creator.goroutine, false)
+	case hc.fresh:
+		c.opts.H2Fresh(hc.creator.pid, hc.creator.goroutine, true)
+	}
 }
 
 // forgetH2Reader drops what cn's reader named, when it still names cn.
@@ -59,6 +78,13 @@ func (c *Correlator) forgetH2Reader(cn *conn) {
 	hc := cn.h2
 	if hc.reader != (h2ReaderKey{}) && c.h2readers[hc.reader] == cn {
 		delete(c.h2readers, hc.reader)
+	}
+	if hc.fresh {
+		c.opts.H2Fresh(hc.reader.pid, hc.reader.goroutine, false)
+		if hc.creator != (h2ReaderKey{}) {
+			c.opts.H2Fresh(hc.creator.pid, hc.creator.goroutine, false)
+		}
+		hc.fresh = false
 	}
 	hc.reader = h2ReaderKey{}
 	if conns := c.h2creators[hc.creator]; conns != nil {
@@ -100,6 +126,9 @@ func (c *Correlator) h2Serve(ev *event.Event) {
 	}
 	if cn.h2.served == nil {
 		cn.h2.served = map[uint32]spanIDs{}
+	}
+	if ev.ParentID == ([8]byte{}) {
+		c.stats.H2ServedNew.Add(1)
 	}
 	cn.h2.served[ev.H2Stream] = spanIDs{trace: ev.TraceID, span: ev.SpanID, parent: ev.ParentID, flags: ev.TraceFlags}
 }

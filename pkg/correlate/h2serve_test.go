@@ -1,6 +1,8 @@
 package correlate
 
 import (
+	"maps"
+	"net/netip"
 	"testing"
 
 	"github.com/weftdev/weft/pkg/event"
@@ -132,5 +134,70 @@ func TestH2ServedByReadersCreator(t *testing.T) {
 	}
 	if len(r.c.h2readers) != 0 || len(r.c.h2creators) != 0 {
 		t.Errorf("%d readers, %d creators left after the closes", len(r.c.h2readers), len(r.c.h2creators))
+	}
+}
+
+// A server connection whose client weft does not follow on this host has
+// its reader, and the reader's creator, marked fresh for the kernel once
+// a read names them; one whose client weft follows here is not (its
+// streams go under their client spans). A report without parent (a new
+// trace the kernel started) gives its stream a root span with the
+// kernel's ids, counted; the marks go when the connection closes, or
+// when a creator names readers of two connections.
+func TestH2FreshMarks(t *testing.T) {
+	marks := map[h2ReaderKey]bool{}
+	r := newRec(t, Options{
+		NetNS:   func(uint32) (uint64, bool) { return 1, true },
+		H2Fresh: func(pid uint32, g uint64, fresh bool) { marks[h2ReaderKey{pid, g}] = fresh },
+	})
+	cli := netip.MustParseAddrPort("127.0.0.1:41000")
+	lone := netip.MustParseAddrPort("127.0.0.1:41001")
+	srv := netip.MustParseAddrPort("127.0.0.1:9000")
+	read := func(conn uint64, remote netip.AddrPort, reader, creator, ts uint64, payload string) {
+		r.c.Handle(&event.Event{Kind: event.KindData, ConnID: conn, PID: 2, TID: 2, Key: 2, Dir: event.Ingress, Time: ts,
+			Bytes: uint32(len(payload)), Payload: []byte(payload), Local: srv, Remote: remote, Capture: event.CaptureH2,
+			Goroutine: reader, Creator: creator})
+	}
+	get := func(w *h2copy, stream uint32, path string) string {
+		return w.headers(stream, true, ":method", "GET", ":scheme", "http", ":authority", "svc", ":path", path).take()
+	}
+	// Connection 1: its client (pid 1) is followed here.
+	creq, sreq := newH2Copy(true), newH2Copy(true)
+	r.h2end(1, 1, cli, srv, event.Egress, 1*ms, get(creq, 1, "/linked"))
+	read(2, cli, 21, 20, 2*ms, get(sreq, 1, "/linked"))
+	// Connection 3: its client is not.
+	lreq := newH2Copy(true)
+	read(3, lone, 31, 30, 3*ms, get(lreq, 1, "/lone"))
+	want := map[h2ReaderKey]bool{{2, 31}: true, {2, 30}: true}
+	if !maps.Equal(marks, want) {
+		t.Fatalf("marks %v, want %v", marks, want)
+	}
+	trace, span := [16]byte{0xf1}, [8]byte{0xf2}
+	r.c.Handle(&event.Event{Kind: event.KindH2Serve, PID: 2, TID: 2, Time: 4 * ms, Goroutine: 31, Creator: 30, H2Stream: 1,
+		TraceID: trace, SpanID: span, TraceFlags: 1})
+	r.h2end(3, 2, srv, lone, event.Egress, 5*ms, newH2Copy(false).headers(1, true, ":status", "200").take())
+	if len(r.spans) != 1 {
+		t.Fatalf("%d spans, want 1", len(r.spans))
+	}
+	if s := r.spans[0]; s.Path != "/lone" || s.TraceID != trace || s.SpanID != span || s.ParentID.IsValid() || s.ParentRemote {
+		t.Errorf("span %s %s %s parent %s (remote %v), want the kernel's new trace", s.Path, s.TraceID, s.SpanID,
+			s.ParentID, s.ParentRemote)
+	}
+	if got := r.c.Stats().H2ServedNew.Load(); got != 1 {
+		t.Errorf("new traces served %d, want 1", got)
+	}
+	// Goroutine 30 creates the reader of another lone connection: it
+	// names neither.
+	read(4, netip.MustParseAddrPort("127.0.0.1:41002"), 41, 30, 6*ms, get(newH2Copy(true), 1, "/lone2"))
+	want = map[h2ReaderKey]bool{{2, 31}: true, {2, 30}: false, {2, 41}: true}
+	if !maps.Equal(marks, want) {
+		t.Fatalf("marks %v, want %v", marks, want)
+	}
+	for _, conn := range []uint64{3, 4} {
+		r.c.Handle(&event.Event{Kind: event.KindClose, ConnID: conn, PID: 2, Time: 7 * ms})
+	}
+	want = map[h2ReaderKey]bool{{2, 31}: false, {2, 30}: false, {2, 41}: false}
+	if !maps.Equal(marks, want) {
+		t.Errorf("marks after the closes %v, want %v", marks, want)
 	}
 }

@@ -200,6 +200,7 @@ type objects struct {
 	ClientSocks  *ebpf.Map     `ebpf:"client_socks"`
 	EagainRetry  *ebpf.Map     `ebpf:"eagain_retry"`
 	Events       *ebpf.Map     `ebpf:"events"`
+	GoH2Fresh    *ebpf.Map     `ebpf:"go_h2_fresh"`
 	LastDrop     *ebpf.Map     `ebpf:"last_drop"`
 	NotHTTPSocks *ebpf.Map     `ebpf:"not_http_socks"`
 	PidFilter    *ebpf.Map     `ebpf:"pid_filter"`
@@ -299,7 +300,7 @@ func dropTLSVariant(spec *ebpf.CollectionSpec) {
 }
 
 func (o *objects) Close() error {
-	return closeAll(o.CgroupFilter, o.ClientSocks, o.EagainRetry, o.Events, o.LastDrop, o.NotHTTPSocks, o.PidFilter,
+	return closeAll(o.CgroupFilter, o.ClientSocks, o.EagainRetry, o.Events, o.GoH2Fresh, o.LastDrop, o.NotHTTPSocks, o.PidFilter,
 		o.ProcMode, o.Samples, o.SamplesBegun, o.Stats, o.TracesCtx, o.Sample)
 }
 

@@ -325,6 +325,7 @@ const (
 	kprobeMapGoActive                = "go_active"
 	kprobeMapGoChildren              = "go_children"
 	kprobeMapGoCreating              = "go_creating"
+	kprobeMapGoH2Fresh               = "go_h2_fresh"
 	kprobeMapGoH2Handoff             = "go_h2_handoff"
 	kprobeMapGoH2Pending             = "go_h2_pending"
 	kprobeMapGoRoute                 = "go_route"
@@ -538,6 +539,7 @@ type kprobeMapSpecs struct {
 	GoActive        *ebpf.MapSpec `ebpf:"go_active"`
 	GoChildren      *ebpf.MapSpec `ebpf:"go_children"`
 	GoCreating      *ebpf.MapSpec `ebpf:"go_creating"`
+	GoH2Fresh       *ebpf.MapSpec `ebpf:"go_h2_fresh"`
 	GoH2Handoff     *ebpf.MapSpec `ebpf:"go_h2_handoff"`
 	GoH2Pending     *ebpf.MapSpec `ebpf:"go_h2_pending"`
 	GoRoute         *ebpf.MapSpec `ebpf:"go_route"`
@@ -641,6 +643,7 @@ type kprobeMaps struct {
 	GoActive        *ebpf.Map `ebpf:"go_active"`
 	GoChildren      *ebpf.Map `ebpf:"go_children"`
 	GoCreating      *ebpf.Map `ebpf:"go_creating"`
+	GoH2Fresh       *ebpf.Map `ebpf:"go_h2_fresh"`
 	GoH2Handoff     *ebpf.Map `ebpf:"go_h2_handoff"`
 	GoH2Pending     *ebpf.Map `ebpf:"go_h2_pending"`
 	GoRoute         *ebpf.Map `ebpf:"go_route"`
@@ -699,6 +702,7 @@ func (m *kprobeMaps) Close() error {
 		m.GoActive,
 		m.GoChildren,
 		m.GoCreating,
+		m.GoH2Fresh,
 		m.GoH2Handoff,
 		m.GoH2Pending,
 		m.GoRoute,

@@ -406,6 +406,7 @@ const (
 	tpMapGoActive                = "go_active"
 	tpMapGoChildren              = "go_children"
 	tpMapGoCreating              = "go_creating"
+	tpMapGoH2Fresh               = "go_h2_fresh"
 	tpMapGoH2Handoff             = "go_h2_handoff"
 	tpMapGoH2Pending             = "go_h2_pending"
 	tpMapGoRoute                 = "go_route"
@@ -647,6 +648,7 @@ type tpMapSpecs struct {
 	GoActive       *ebpf.MapSpec `ebpf:"go_active"`
 	GoChildren     *ebpf.MapSpec `ebpf:"go_children"`
 	GoCreating     *ebpf.MapSpec `ebpf:"go_creating"`
+	GoH2Fresh      *ebpf.MapSpec `ebpf:"go_h2_fresh"`
 	GoH2Handoff    *ebpf.MapSpec `ebpf:"go_h2_handoff"`
 	GoH2Pending    *ebpf.MapSpec `ebpf:"go_h2_pending"`
 	GoRoute        *ebpf.MapSpec `ebpf:"go_route"`
@@ -748,6 +750,7 @@ type tpMaps struct {
 	GoActive       *ebpf.Map `ebpf:"go_active"`
 	GoChildren     *ebpf.Map `ebpf:"go_children"`
 	GoCreating     *ebpf.Map `ebpf:"go_creating"`
+	GoH2Fresh      *ebpf.Map `ebpf:"go_h2_fresh"`
 	GoH2Handoff    *ebpf.Map `ebpf:"go_h2_handoff"`
 	GoH2Pending    *ebpf.Map `ebpf:"go_h2_pending"`
 	GoRoute        *ebpf.Map `ebpf:"go_route"`
@@ -804,6 +807,7 @@ func (m *tpMaps) Close() error {
 		m.GoActive,
 		m.GoChildren,
 		m.GoCreating,
+		m.GoH2Fresh,
 		m.GoH2Handoff,
 		m.GoH2Pending,
 		m.GoRoute,

@@ -364,6 +364,25 @@ func (t *Tracer) SkipNotHTTP(connID uint64, local, remote uint16) error {
 	return nil
 }
 
+// MarkH2Fresh says whether goroutine goroutine of process pid reads, or
+// created the reader of, an HTTP/2 server connection whose client weft
+// does not follow on this host: the kernel then starts a trace for each
+// of its streams without traceparent, for the stream's handler
+// (bpf/include/h2serve.h).
+func (t *Tracer) MarkH2Fresh(pid uint32, goroutine uint64, fresh bool) error {
+	k := tpGoKey{Tgid: pid, Id: goroutine}
+	var err error
+	if fresh {
+		err = t.objs.GoH2Fresh.Put(k, uint8(1))
+	} else if err = t.objs.GoH2Fresh.Delete(k); errors.Is(err, ebpf.ErrKeyNotExist) {
+		err = nil
+	}
+	if err != nil {
+		return fmt.Errorf("mark goroutine %d of %d fresh=%v: %w", goroutine, pid, fresh, err)
+	}
+	return nil
+}
+
 // Close detaches everything. Links are not pinned, so the kernel also
 // detaches them when the process dies, however it dies.
 func (t *Tracer) Close() error {
