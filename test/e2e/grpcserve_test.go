@@ -13,25 +13,30 @@ import (
 	"github.com/weftdev/weft/pkg/export/otlptest"
 )
 
-// A grpc-go server stream whose HEADERS carry a traceparent: its handler
-// serves the stream's span (h2serve.h), so the handler's own calls go
-// under it. h2app's gRPC server answers /weft.test.Work/Call<i> after a
-// wait that depends on i and a GET /work/<i> to websrv (which waits too);
-// an untraced client makes 300 calls at once on one connection, each with
-// a traceparent of its own (trace 0xabc000+i, span 0xdef000+i). Every
-// server span must join its call's trace under the span the traceparent
-// names, every GET must go under the server span of the same call, and
-// websrv's span under that GET: 900 spans, no other. h2c and TLS, grpc-go
-// 1.85 and 1.81.
+// A grpc-go server stream's handler serves the stream's span
+// (h2serve.h), so the handler's own calls go under it. h2app's gRPC server
+// answers /weft.test.Work/Call<i> after a wait that depends on i and a
+// GET /work/<i> to websrv (which waits too); an untraced client makes 300
+// calls, 32 at a time, on one connection. With a traceparent of its own
+// on each call (trace 0xabc000+i, span 0xdef000+i), every server span
+// must join its call's trace under the span the traceparent names; without
+// (after one warm-up call, so that weft has seen the connection), every
+// server span must start a trace of its own. Every GET must go under the
+// server span of the same call, and websrv's span under that GET: 900
+// spans, no other. h2c and TLS, grpc-go 1.85 and 1.81.
 func TestGRPCServerHandlerParents(t *testing.T) {
 	setup(t)
 	for _, srv := range []struct{ name, bin string }{{"grpc-1.85", bins.h2app}, {"grpc-1.81", bins.h2appGRPC181}} {
 		for _, tls := range []bool{false, true} {
-			t.Run(srv.name+"/"+map[bool]string{false: "h2c", true: "tls"}[tls], func(t *testing.T) {
-				handlerChains(t, func(backAddr string) *exec.Cmd {
-					return exec.Command(srv.bin, "-mode=grpc-server", "-tls="+strconv.FormatBool(tls), "-backend="+backAddr)
-				}, "-mode=grpc-traced-client", "-tls="+strconv.FormatBool(tls))
-			})
+			for _, untraced := range []bool{false, true} {
+				name := srv.name + "/" + map[bool]string{false: "h2c", true: "tls"}[tls] +
+					map[bool]string{false: "", true: "/no-traceparent"}[untraced]
+				t.Run(name, func(t *testing.T) {
+					handlerChains(t, func(backAddr string) *exec.Cmd {
+						return exec.Command(srv.bin, "-mode=grpc-server", "-tls="+strconv.FormatBool(tls), "-backend="+backAddr)
+					}, untraced, "-mode=grpc-traced-client", "-tls="+strconv.FormatBool(tls))
+				})
+			}
 		}
 	}
 }
@@ -39,7 +44,7 @@ func TestGRPCServerHandlerParents(t *testing.T) {
 // The same for Go's HTTP/2 server (h2serve.h): h2app serves /req/<i>
 // after a wait that depends on i and a GET /work/<i> to websrv; an
 // untraced client makes 300 requests over one HTTP/2 connection, 32 at a
-// time, each with a traceparent of its own. net/http's server over h2c
+// time, with and without a traceparent. net/http's server over h2c
 // (prior knowledge) and TLS, and x/net/http2's (h2c's handler) letting 8
 // streams run at once, with the client sending 8 at a time: a stream the
 // client opens as soon as another ended may find that one's handler still
@@ -48,59 +53,88 @@ func TestHTTP2ServerHandlerParents(t *testing.T) {
 	setup(t)
 	for _, c := range []struct {
 		name, server, client string
-		tls                  bool
-	}{{"net-http/h2c", "-mode=h2c-server", "", false}, {"net-http/tls", "-mode=https-server", "", true},
-		{"x-net/h2c", "-mode=h2c-upgrade-server -max-streams=8", "-at-once=8", false}} {
+		tls, untraced        bool
+	}{{"net-http/h2c", "-mode=h2c-server", "", false, false}, {"net-http/tls", "-mode=https-server", "", true, false},
+		{"x-net/h2c", "-mode=h2c-upgrade-server -max-streams=8", "-at-once=8", false, false},
+		{"net-http/h2c/no-traceparent", "-mode=h2c-server", "", false, true},
+		{"net-http/tls/no-traceparent", "-mode=https-server", "", true, true}} {
 		t.Run(c.name, func(t *testing.T) {
 			handlerChains(t, func(backAddr string) *exec.Cmd {
 				return exec.Command(bins.h2app, append(strings.Fields(c.server), "-backend="+backAddr)...)
-			}, append(strings.Fields(c.client), "-mode=h2-traced-client", "-tls="+strconv.FormatBool(c.tls))...)
+			}, c.untraced, append(strings.Fields(c.client), "-mode=h2-traced-client", "-tls="+strconv.FormatBool(c.tls))...)
 		})
 	}
 }
 
 // handlerChains starts the server command made for websrv's address, and
-// h2app's client with clientArgs sending 300 calls to it; weft traces the
-// server and websrv. Each call's chain must be right (checkHandlerParents),
-// every served stream's report taken, no stream lost and no parent
-// refused.
-func handlerChains(t *testing.T, server func(backAddr string) *exec.Cmd, clientArgs ...string) {
+// h2app's client with clientArgs sending 300 calls to it (untraced: with
+// no traceparent, after a warm-up call); weft traces the server and
+// websrv. Each call's chain must be right (checkHandlerParents), every
+// served stream's report taken (untraced: each a new trace), no stream
+// lost and no parent refused.
+func handlerChains(t *testing.T, server func(backAddr string) *exec.Cmd, untraced bool, clientArgs ...string) {
 	t.Helper()
 	const n = 300
 	rcv := otlptest.Start(t)
 	back, backAddr := startServer(t)
 	mid, midAddr := startListener(t, server(backAddr))
+	if untraced {
+		clientArgs = append(clientArgs, "-no-traceparent")
+	}
 	cli := startGoClient(t, append(clientArgs, "-addr="+midAddr, "-n="+strconv.Itoa(n))...)
 	w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", mid.Pid(), back.Pid()))
+	want, warm := 3*n, 0
+	if untraced {
+		// The connection's first streams are decoded before weft has
+		// seen its reads: the calls go once its warm-up's span is out.
+		cli.stdin.Write([]byte("go\n"))
+		collectSpans(t, rcv, 1, 30*time.Second)
+		if !strings.Contains(cli.stdout.Output(), "warm") {
+			t.Fatalf("client: %s", cli.out.Output())
+		}
+		want, warm = want+1, 1
+	}
 	cli.run(t)
 	if !strings.Contains(cli.stdout.Output(), "ok") {
 		t.Fatalf("client: %s", cli.out.Output())
 	}
-	got := collectSpans(t, rcv, 3*n, 60*time.Second)
-	checkHandlerParents(t, got, n, mid.Pid(), back.Pid(), backAddr)
+	got := collectSpans(t, rcv, want, 60*time.Second)
+	checkHandlerParents(t, got, n, warm, mid.Pid(), back.Pid(), backAddr, untraced)
 	m, err := w.Metrics()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m["h2_served_unmatched"] != 0 || m["h2_streams_lost"] != 0 || m["parent_refused_ended"] != 0 ||
-		m["parent_refused_unknown_runtime"] != 0 {
-		t.Errorf("served streams unmatched %d, streams lost %d, parents refused: ended %d, unknown %d\n%v",
-			m["h2_served_unmatched"], m["h2_streams_lost"], m["parent_refused_ended"], m["parent_refused_unknown_runtime"], m)
+	newTraces := uint64(0)
+	if untraced {
+		newTraces = n
+	}
+	if m["h2_served_unmatched"] != 0 || m["h2_served_new"] != newTraces || m["h2_streams_lost"] != 0 ||
+		m["parent_refused_ended"] != 0 || m["parent_refused_unknown_runtime"] != 0 {
+		t.Errorf("served streams unmatched %d, new traces %d (want %d), streams lost %d, parents refused: ended %d, unknown %d\n%v",
+			m["h2_served_unmatched"], m["h2_served_new"], newTraces, m["h2_streams_lost"], m["parent_refused_ended"],
+			m["parent_refused_unknown_runtime"], m)
 	}
 }
 
 // checkHandlerParents requires, for each call i of n, the server span
 // (gRPC's Call<i>, or HTTP's /req/<i>) in the traceparent's trace under
-// its span, the GET /work/i its handler made under that server span, and
-// websrv's span of it under the GET; and no other span.
-func checkHandlerParents(t *testing.T, got []span, n, midPid, backPid int, backAddr string) {
+// its span (untraced: a root, in a trace of its own), the GET /work/i its
+// handler made under that server span, and websrv's span of it under the
+// GET; and no other span but warm warm-up server spans (gRPC's Get, or
+// /work/warm).
+func checkHandlerParents(t *testing.T, got []span, n, warm, midPid, backPid int, backAddr string, untraced bool) {
 	t.Helper()
 	servers, gets, backs := map[int]span{}, map[int]span{}, map[int]span{}
+	warmed := 0
 	for _, s := range got {
 		pid := s.res["process.pid"]
 		var call string
 		var into map[int]span
 		switch {
+		case pid == int64(midPid) && s.kind == tracepb.Span_SPAN_KIND_SERVER &&
+			(s.attrs["rpc.method"] == "Get" || s.attrs["url.path"] == "/work/warm"):
+			warmed++
+			continue
 		case pid == int64(midPid) && s.kind == tracepb.Span_SPAN_KIND_SERVER:
 			if m, ok := s.attrs["rpc.method"]; ok {
 				call, _ = strings.CutPrefix(fmt.Sprint(m), "Call")
@@ -126,12 +160,18 @@ func checkHandlerParents(t *testing.T, got []span, n, midPid, backPid int, backA
 		into[i] = s
 	}
 	right := 0
+	traces := map[string]int{}
 	for i := range n {
 		srv, get, back := servers[i], gets[i], backs[i]
 		trace, parent := fmt.Sprintf("%032x", 0xabc000+i), fmt.Sprintf("%016x", 0xdef000+i)
+		if untraced {
+			trace, parent = srv.trace, ""
+		}
 		switch {
 		case srv.trace != trace || srv.parent != parent:
-			t.Errorf("call %d: server span %s, want trace %s under %s", i, srv, trace, parent)
+			t.Errorf("call %d: server span %s, want trace %s under %q", i, srv, trace, parent)
+		case untraced && traces[trace] != 0:
+			t.Errorf("call %d: server span %s in call %d's trace", i, srv, traces[trace]-1)
 		case get.trace != trace || get.parent != srv.id:
 			t.Errorf("call %d: GET %s, want it under the server span %s", i, get, srv.id)
 		case back.trace != trace || back.parent != get.id:
@@ -139,8 +179,10 @@ func checkHandlerParents(t *testing.T, got []span, n, midPid, backPid int, backA
 		default:
 			right++
 		}
+		traces[trace] = i + 1
 	}
-	if right != n || len(got) != 3*n {
-		t.Errorf("%d of %d calls with their three spans right; %d spans (want %d)", right, n, len(got), 3*n)
+	if right != n || warmed != warm || len(got) != 3*n+warm {
+		t.Errorf("%d of %d calls with their three spans right; %d warm-up spans (want %d); %d spans (want %d)",
+			right, n, warmed, warm, len(got), 3*n+warm)
 	}
 }
