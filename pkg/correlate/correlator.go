@@ -270,9 +270,12 @@ type Correlator struct {
 	// h2creators: the HTTP/2 server connections whose readers each
 	// goroutine created (h2serve.go).
 	h2creators map[h2ReaderKey]map[*conn]struct{}
-	ids        *idSource
-	stats      Stats
-	log        *slog.Logger
+	// h2fresh: the server connections marked fresh, by their link key
+	// (h2serve.go).
+	h2fresh map[h2linkKey]*conn
+	ids     *idSource
+	stats   Stats
+	log     *slog.Logger
 	// dropping is set while weft itself removes a connection, so that the
 	// LRU's eviction callback only acts on evictions by capacity.
 	dropping bool

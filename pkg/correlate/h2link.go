@@ -81,6 +81,9 @@ func (c *Correlator) linkClient(hc *h2conn, ts uint64) {
 	}
 	c.h2links[hc.link] = t
 	hc.links = t
+	if srv := c.h2fresh[hc.link]; srv != nil { // its server end was read first
+		c.unmarkFresh(srv)
+	}
 }
 
 // unlinkClient closes hc's table at ts: its connection closed or is no

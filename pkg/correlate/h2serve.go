@@ -23,7 +23,11 @@ import (
 // created it while that one created no other connection's reader, fresh
 // (Options.H2Fresh), and the kernel starts a trace for each stream those
 // goroutines decode. Streams decoded before (a connection's first ones)
-// start their trace in user space, and their handler's calls theirs.
+// start their trace in user space, and their handler's calls theirs. A
+// client's first write can be read after the server's read of it (both
+// events are reserved once the bytes moved): when a client connection
+// with the same addresses appears, its server end's marks go, and its
+// later streams link to their client spans again.
 
 type h2ReaderKey struct {
 	pid       uint32
@@ -51,6 +55,12 @@ func (c *Correlator) h2Reader(cn *conn, ev *event.Event) {
 	hc.fresh = c.opts.H2Fresh != nil && (!hc.linkable || c.h2links[hc.link] == nil)
 	if hc.fresh {
 		c.opts.H2Fresh(k.pid, k.goroutine, true)
+		if hc.linkable {
+			if c.h2fresh == nil {
+				c.h2fresh = map[h2linkKey]*conn{}
+			}
+			c.h2fresh[hc.link] = cn
+		}
 	}
 	if ev.Creator == 0 {
 		return
@@ -79,13 +89,7 @@ func (c *Correlator) forgetH2Reader(cn *conn) {
 	if hc.reader != (h2ReaderKey{}) && c.h2readers[hc.reader] == cn {
 		delete(c.h2readers, hc.reader)
 	}
-	if hc.fresh {
-		c.opts.H2Fresh(hc.reader.pid, hc.reader.goroutine, false)
-		if hc.creator != (h2ReaderKey{}) {
-			c.opts.H2Fresh(hc.creator.pid, hc.creator.goroutine, false)
-		}
-		hc.fresh = false
-	}
+	c.unmarkFresh(cn)
 	hc.reader = h2ReaderKey{}
 	if conns := c.h2creators[hc.creator]; conns != nil {
 		if delete(conns, cn); len(conns) == 0 {
@@ -93,6 +97,22 @@ func (c *Correlator) forgetH2Reader(cn *conn) {
 		}
 	}
 	hc.creator = h2ReaderKey{}
+}
+
+// unmarkFresh takes cn's marks back, if it has any.
+func (c *Correlator) unmarkFresh(cn *conn) {
+	hc := cn.h2
+	if !hc.fresh {
+		return
+	}
+	c.opts.H2Fresh(hc.reader.pid, hc.reader.goroutine, false)
+	if hc.creator != (h2ReaderKey{}) {
+		c.opts.H2Fresh(hc.creator.pid, hc.creator.goroutine, false)
+	}
+	if c.h2fresh[hc.link] == cn {
+		delete(c.h2fresh, hc.link)
+	}
+	hc.fresh = false
 }
 
 // h2Served is the connection whose stream a report of goroutine g of

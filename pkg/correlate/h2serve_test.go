@@ -142,8 +142,10 @@ func TestH2ServedByReadersCreator(t *testing.T) {
 // a read names them; one whose client weft follows here is not (its
 // streams go under their client spans). A report without parent (a new
 // trace the kernel started) gives its stream a root span with the
-// kernel's ids, counted; the marks go when the connection closes, or
-// when a creator names readers of two connections.
+// kernel's ids, counted; the marks go when the connection closes, when a
+// creator names readers of two connections, or when the client end of
+// the connection appears (its first write's event read after the
+// server's read of it).
 func TestH2FreshMarks(t *testing.T) {
 	marks := map[h2ReaderKey]bool{}
 	r := newRec(t, Options{
@@ -193,11 +195,14 @@ func TestH2FreshMarks(t *testing.T) {
 	if !maps.Equal(marks, want) {
 		t.Fatalf("marks %v, want %v", marks, want)
 	}
-	for _, conn := range []uint64{3, 4} {
-		r.c.Handle(&event.Event{Kind: event.KindClose, ConnID: conn, PID: 2, Time: 7 * ms})
-	}
-	want = map[h2ReaderKey]bool{{2, 31}: false, {2, 30}: false, {2, 41}: false}
+	r.h2end(5, 1, lone, srv, event.Egress, 7*ms, get(newH2Copy(true), 3, "/late-client"))
+	want = map[h2ReaderKey]bool{{2, 31}: false, {2, 30}: false, {2, 41}: true}
 	if !maps.Equal(marks, want) {
-		t.Errorf("marks after the closes %v, want %v", marks, want)
+		t.Fatalf("marks once connection 3's client appeared %v, want %v", marks, want)
+	}
+	r.c.Handle(&event.Event{Kind: event.KindClose, ConnID: 4, PID: 2, Time: 8 * ms})
+	want[h2ReaderKey{2, 41}] = false
+	if !maps.Equal(marks, want) {
+		t.Errorf("marks after the close %v, want %v", marks, want)
 	}
 }
