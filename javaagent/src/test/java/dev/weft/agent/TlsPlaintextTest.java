@@ -71,4 +71,25 @@ class TlsPlaintextTest {
     assertNull(Tls.recordStart(b, 11, 30), "not a record header");
     assertNull(Tls.recordStart(ByteBuffer.wrap("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n".getBytes(StandardCharsets.US_ASCII)), 0, 36));
   }
+
+  @Test
+  void fingerprintsTheFirstSourceWithBytesLeft() {
+    byte[] rec = new byte[30];
+    rec[0] = 23;
+    rec[1] = 3;
+    rec[2] = 3;
+    for (int i = 3; i < rec.length; i++) {
+      rec[i] = (byte) (i * 7);
+    }
+    ByteBuffer spent = ByteBuffer.allocate(8);
+    spent.position(8); // consumed by an earlier unwrap
+    ByteBuffer records = ByteBuffer.allocateDirect(64);
+    records.put(new byte[5]).put(rec).flip().position(5);
+    ByteBuffer[] srcs = {ByteBuffer.wrap(new byte[] {1}), spent, records};
+    byte[] want = new byte[24];
+    System.arraycopy(rec, 0, want, 0, 24);
+    assertArrayEquals(want, Tls.firstRecordStart(srcs, 1, 2));
+    assertNull(Tls.firstRecordStart(srcs, 0, 3), "the first source with bytes left is not a record");
+    assertNull(Tls.firstRecordStart(srcs, 1, 1), "no bytes left");
+  }
 }

@@ -7,9 +7,10 @@ import javax.net.ssl.SSLEngineResult;
 import net.bytebuddy.asm.Advice;
 
 /**
- * The JDK's TLS (sun.security.ssl): plaintext to the kernel side (Tls).
- * The advice names no sun.security.ssl type: it is inlined there, and the
- * helpers live in the bootstrap loader's unnamed module.
+ * The JDK's TLS (sun.security.ssl), and netty-tcnative's engine: plaintext
+ * to the kernel side (Tls). The advice names no sun.security.ssl or Netty
+ * type: it is inlined there, and the helpers live in the bootstrap
+ * loader's unnamed module.
  */
 public final class TlsAdvice {
   private TlsAdvice() {}
@@ -32,7 +33,10 @@ public final class TlsAdvice {
     }
   }
 
-  /** SSLEngineImpl.wrap(ByteBuffer[] srcs, int off, int len, ByteBuffer dst): one record. */
+  /**
+   * SSLEngineImpl.wrap(ByteBuffer[] srcs, int off, int len, ByteBuffer dst):
+   * one record; ReferenceCountedOpenSslEngine's (netty-tcnative), the same.
+   */
   public static final class EngineWrap {
     @Advice.OnMethodEnter(suppress = Throwable.class)
     static int[] enter(@Advice.Argument(0) ByteBuffer[] srcs, @Advice.Argument(1) int off,
@@ -61,6 +65,30 @@ public final class TlsAdvice {
 
     @Advice.OnMethodExit(suppress = Throwable.class)
     static void exit(@Advice.This Object engine, @Advice.Argument(1) ByteBuffer[] dsts, @Advice.Argument(2) int off,
+        @Advice.Return SSLEngineResult r, @Advice.Enter Object[] at) {
+      if (at != null && r != null && r.bytesConsumed() > 0) {
+        Tls.unwrapped(engine, (byte[]) at[0], dsts, off, (int[]) at[1], r.bytesProduced());
+      }
+    }
+  }
+
+  /**
+   * ReferenceCountedOpenSslEngine.unwrap(ByteBuffer[] srcs, int srcsOff, int srcsLen,
+   * ByteBuffer[] dsts, int off, int len) (netty-tcnative), which every other
+   * unwrap of that engine calls: the records it is given (several at once,
+   * copied into BoringSSL's buffer, srcs left as they are), decrypted
+   * into dsts.
+   */
+  public static final class OpenSslUnwrap {
+    @Advice.OnMethodEnter(suppress = Throwable.class)
+    static Object[] enter(@Advice.Argument(0) ByteBuffer[] srcs, @Advice.Argument(1) int srcsOff,
+        @Advice.Argument(2) int srcsLen, @Advice.Argument(3) ByteBuffer[] dsts, @Advice.Argument(4) int off,
+        @Advice.Argument(5) int len) {
+      return new Object[] {Tls.firstRecordStart(srcs, srcsOff, srcsLen), Tls.positions(dsts, off, len, 0)};
+    }
+
+    @Advice.OnMethodExit(suppress = Throwable.class)
+    static void exit(@Advice.This Object engine, @Advice.Argument(3) ByteBuffer[] dsts, @Advice.Argument(4) int off,
         @Advice.Return SSLEngineResult r, @Advice.Enter Object[] at) {
       if (at != null && r != null && r.bytesConsumed() > 0) {
         Tls.unwrapped(engine, (byte[]) at[0], dsts, off, (int[]) at[1], r.bytesProduced());

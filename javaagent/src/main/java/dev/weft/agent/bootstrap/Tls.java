@@ -84,6 +84,20 @@ public final class Tls {
   }
 
   /**
+   * The first FP bytes of the first of buffers[off, off+len) with bytes
+   * left, if it has them and they begin a TLS record.
+   */
+  public static byte[] firstRecordStart(ByteBuffer[] buffers, int off, int len) {
+    for (int i = off; i < off + len; i++) {
+      ByteBuffer b = buffers[i];
+      if (b.hasRemaining()) {
+        return recordStart(b, b.position(), b.remaining());
+      }
+    }
+    return null;
+  }
+
+  /**
    * An engine's wrap consumed consumed bytes of srcs[off, ...) from the
    * positions in entry (wrapEntry) and made produced bytes (one record) in dst.
    */

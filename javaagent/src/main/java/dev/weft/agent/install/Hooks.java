@@ -270,6 +270,20 @@ final class Hooks {
             named("unwrap").and(takesArguments(ByteBuffer.class, ByteBuffer[].class, int.class, int.class)),
             TlsAdvice.EngineUnwrap.class, "unwrap(ByteBuffer, ByteBuffer[], int, int)")));
 
+    // netty-tcnative's engine (BoringSSL or OpenSSL through JNI, Netty's
+    // SslProvider.OPENSSL): the same hand-over as the JDK's SSLEngine. Its
+    // every wrap and unwrap ends in the two methods hooked.
+    String openSslEngine = "io.netty.handler.ssl.ReferenceCountedOpenSslEngine";
+    m.add(new Module("netty-tcnative", "Netty 4.1-4.2 OpenSSL engine (netty-tcnative)", openSslEngine,
+            Module.resourceProperty("META-INF/io.netty.versions.properties", "netty-handler.version"))
+        .hook(new Hook(openSslEngine,
+            named("wrap").and(takesArguments(ByteBuffer[].class, int.class, int.class, ByteBuffer.class)),
+            TlsAdvice.EngineWrap.class, "wrap(ByteBuffer[], int, int, ByteBuffer)"))
+        .hook(new Hook(openSslEngine,
+            named("unwrap").and(takesArguments(ByteBuffer[].class, int.class, int.class, ByteBuffer[].class,
+                int.class, int.class)),
+            TlsAdvice.OpenSslUnwrap.class, "unwrap(ByteBuffer[], int, int, ByteBuffer[], int, int)")));
+
     // Apache HttpClient 5 async: the request leaves the caller's thread with
     // its context; the I/O reactor writes it from the connection's duplexer.
     // (The classic client writes on the caller's thread: nothing to carry.)
