@@ -16,17 +16,20 @@ import (
 // Spring MVC test app, on JDK 17 and JDK 25, calls websrv over HTTPS with
 // every client it has: OkHttp, HttpsURLConnection and Apache's classic
 // client on SSLSocket; the JDK's HttpClient, Apache's async client and
-// WebClient (Netty) on SSLEngine. Every call is a client span under its
+// WebClient (Netty) on SSLEngine, the JDK's and netty-tcnative's
+// (BoringSSL through JNI, module netty-tcnative). Every call is a client span under its
 // own request, the first request of each connection the JDK's HttpClient
 // opens under the load included (its bytes wait for the handshake and are
 // wrapped by the thread that ends it). Again with websrv offering HTTP/2:
 // OkHttp's, Apache's async client's, the JDK HttpClient's and WebClient's
-// (built for HTTP/2; Reactor Netty opens several connections per event
+// (on either engine, built for HTTP/2; Reactor Netty opens several connections per event
 // loop, whose streams share ids) calls go as streams of shared
 // connections, whose HEADERS one thread may write with other requests'
 // (H2Streams): every stream under its own request too.
 func TestTLSJVM(t *testing.T) {
-	h2Clients := []string{"okhttp-execute", "okhttp-enqueue", "jdk2-send", "jdk2-sendasync", "apache5-async", "webclient2"}
+	h2Clients := []string{"okhttp-execute", "okhttp-enqueue", "jdk2-send", "jdk2-sendasync", "apache5-async", "webclient2",
+		"webclient2-openssl"}
+	h1Clients := append(springClients[:8:8], "webclient-openssl")
 	setup(t)
 	buildJava(t)
 	dir := t.TempDir()
@@ -39,8 +42,8 @@ func TestTLSJVM(t *testing.T) {
 		h2        bool     // websrv offers HTTP/2
 		clients   []string // the app's client routes called
 	}{
-		{"jdk17", "jdk17", false, springClients[:8]},
-		{"jdk25", "jdk25", false, springClients[:8]},
+		{"jdk17", "jdk17", false, h1Clients},
+		{"jdk25", "jdk25", false, h1Clients},
 		{"jdk17-http2", "jdk17", true, h2Clients},
 		{"jdk25-http2", "jdk25", true, h2Clients},
 	} {
@@ -88,7 +91,7 @@ func TestTLSJVM(t *testing.T) {
 				proto = "2"
 			}
 			checkClientParents(t, w, rcv, front, "websrv", "https", proto, routes)
-			checkModulesApplied(t, front, "jdk-tls")
+			checkModulesApplied(t, front, "jdk-tls", "netty-tcnative")
 			if tc.h2 {
 				checkModulesApplied(t, front, "netty-http2-client", "reactor-netty-http2-client")
 				// OkHttp opens several connections under the first burst

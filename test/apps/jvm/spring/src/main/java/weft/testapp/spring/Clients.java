@@ -1,5 +1,6 @@
 package weft.testapp.spring;
 
+import io.netty.handler.ssl.SslProvider;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.HttpURLConnection;
@@ -29,6 +30,8 @@ import org.apache.hc.core5.http.io.entity.EntityUtils;
 import org.springframework.http.client.reactive.ReactorClientHttpConnector;
 import org.springframework.web.reactive.function.client.WebClient;
 import reactor.core.publisher.Mono;
+import reactor.netty.http.Http11SslContextSpec;
+import reactor.netty.http.Http2SslContextSpec;
 import reactor.netty.http.HttpProtocol;
 
 /**
@@ -40,6 +43,7 @@ final class Clients {
   static final List<String> BLOCKING =
       List.of("okhttp-execute", "jdk-send", "urlconnection", "apache5-classic", "jdk2-send", "okhttp-h2c");
   static final List<String> ASYNC = List.of("okhttp-enqueue", "jdk-sendasync", "apache5-async", "webclient", "jdk2-sendasync", "webclient2", "webclient2c", "apache5-h2c",
+      "webclient-openssl", "webclient2-openssl",
       "ktor-cio", "ktor-okhttp", "ktor-java", "ktor-apache5");
 
   // Default limits everywhere: OkHttp's dispatcher runs 5 calls per host, so
@@ -55,12 +59,14 @@ final class Clients {
   // HTTP/2 without TLS, by prior knowledge (h2c).
   private final OkHttpClient okhttpH2c = okhttp.newBuilder().protocols(List.of(Protocol.H2_PRIOR_KNOWLEDGE)).build();
   private final CloseableHttpAsyncClient apacheH2c = HttpAsyncClients.createHttp2Default();
-  private final WebClient webClient = WebClient.create();
+  // Reactor Netty's TLS engine: the JDK's, which Netty picks without
+  // netty-tcnative; the "-openssl" routes take netty-tcnative's (BoringSSL
+  // through JNI), which Netty would pick by default now that the app has it.
+  private final WebClient webClient = webClient(false, SslProvider.JDK);
   // HTTP/2 where the server offers it by ALPN (over TLS), else HTTP/1.1.
-  private final WebClient webClient2 = WebClient.builder()
-      .clientConnector(new ReactorClientHttpConnector(
-          reactor.netty.http.client.HttpClient.create().protocol(HttpProtocol.H2, HttpProtocol.HTTP11)))
-      .build();
+  private final WebClient webClient2 = webClient(true, SslProvider.JDK);
+  private final WebClient webClientOpenSsl = webClient(false, SslProvider.OPENSSL);
+  private final WebClient webClient2OpenSsl = webClient(true, SslProvider.OPENSSL);
   // HTTP/2 without TLS, by prior knowledge (h2c).
   private final WebClient webClient2c = WebClient.builder()
       .clientConnector(new ReactorClientHttpConnector(
@@ -70,6 +76,19 @@ final class Clients {
   Clients() {
     apacheAsync.start();
     apacheH2c.start();
+  }
+
+  /**
+   * A WebClient on HTTP/1.1, or (h2) on HTTP/2 where the server offers it by
+   * ALPN, whose https calls use provider's TLS engine.
+   */
+  private static WebClient webClient(boolean h2, SslProvider provider) {
+    reactor.netty.http.client.HttpClient client = h2
+        ? reactor.netty.http.client.HttpClient.create().protocol(HttpProtocol.H2, HttpProtocol.HTTP11)
+            .secure(s -> s.sslContext(Http2SslContextSpec.forClient().configure(b -> b.sslProvider(provider))))
+        : reactor.netty.http.client.HttpClient.create()
+            .secure(s -> s.sslContext(Http11SslContextSpec.forClient().configure(b -> b.sslProvider(provider))));
+    return WebClient.builder().clientConnector(new ReactorClientHttpConnector(client)).build();
   }
 
   private static OkHttpClient okhttp() {
@@ -157,6 +176,10 @@ final class Clients {
         return webClient2.get().uri(url).retrieve().bodyToMono(String.class).toFuture();
       case "webclient2c":
         return webClient2c.get().uri(url).retrieve().bodyToMono(String.class).toFuture();
+      case "webclient-openssl":
+        return webClientOpenSsl.get().uri(url).retrieve().bodyToMono(String.class).toFuture();
+      case "webclient2-openssl":
+        return webClient2OpenSsl.get().uri(url).retrieve().bodyToMono(String.class).toFuture();
       case "ktor-cio":
       case "ktor-okhttp":
       case "ktor-java":
