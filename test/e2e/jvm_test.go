@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -84,13 +86,18 @@ func startJVMJar(t *testing.T, java, name, jar string, env []string, opts ...str
 	}
 	go func() { p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(p.stop)
-	j := jvm{proc: p, url: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	scheme, client := "http", http.DefaultClient
+	if slices.Contains(env, "SERVER_SSL_ENABLED=true") { // Spring Boot serving HTTPS
+		scheme = "https"
+		client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	}
+	j := jvm{proc: p, url: fmt.Sprintf("%s://127.0.0.1:%d", scheme, port)}
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		if !p.Alive() {
 			t.Fatalf("%s exited:\n%s", name, p.Output())
 		}
-		if resp, err := http.Get(j.url + "/health"); err == nil {
+		if resp, err := client.Get(j.url + "/health"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
 				return j

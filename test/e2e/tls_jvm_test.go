@@ -2,11 +2,15 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/weftdev/weft/pkg/export/otlptest"
 	"github.com/weftdev/weft/test/testcert"
@@ -107,6 +111,69 @@ func TestTLSJVM(t *testing.T) {
 				return
 			}
 			checkTLSTies(t, w, "engines")
+		})
+	}
+}
+
+// The JVM's TLS servers, seen in clear through weft's Java agent: the
+// Spring app serving HTTPS with Spring MVC on Tomcat (the JDK's SSLEngine,
+// JDK 17) and with WebFlux on Reactor Netty (netty-tcnative's engine,
+// which Netty picks when it is there, JDK 25). 200 numbered requests at
+// concurrency 32 per route, each with a traceparent of its own (trace
+// 0xabc000+i, span 0xdef000+i): every server span of request i in that
+// trace under that span, and the backend call it makes under it (and
+// websrv's span under the call).
+func TestTLSJVMServers(t *testing.T) {
+	setup(t)
+	buildJava(t)
+	cert, key, err := testcert.Files(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ stack, jdk, engineModule, route string }{
+		{"mvc", "jdk17", "jdk-tls", "/okhttp-execute/"},
+		{"webflux", "jdk25", "netty-tcnative", "/webclient/"},
+	} {
+		t.Run(tc.stack+"/"+tc.jdk, func(t *testing.T) {
+			const n, conc = 200, 32
+			rcv := otlptest.Start(t)
+			backend, backAddr := startServer(t)
+			front := startJVMJar(t, jdks[tc.jdk], "front", testAppJar("spring"),
+				[]string{"BACKEND_URL=http://" + backAddr, "WEB_STACK=" + tc.stack, "SERVER_SSL_ENABLED=true",
+					"SERVER_SSL_CERTIFICATE=file:" + cert, "SERVER_SSL_CERTIFICATEPRIVATEKEY=file:" + key},
+				"-javaagent:"+agentJar())
+			w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", front.Pid(), backend.Pid()))
+			loadRequests(t, func(i int64) *http.Request {
+				req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s%s%d", front.url, tc.route, i), nil)
+				if err != nil {
+					panic(err) // the test's own URLs
+				}
+				req.Header.Set("traceparent", fmt.Sprintf("00-%032x-%016x-01", 0xabc000+i, 0xdef000+i))
+				return req
+			}, n, conc)
+			spans := collectSpans(t, rcv, 3*n, 60*time.Second)
+			r := checkParents(spans, "front", "websrv")
+			joined := 0
+			for _, s := range spans {
+				if s.service != "front" || s.kind != tracepb.Span_SPAN_KIND_SERVER {
+					continue
+				}
+				path, _ := s.attrs["url.path"].(string)
+				i, err := strconv.ParseInt(requestOf(path), 10, 64)
+				if err == nil && s.attrs["url.scheme"] == "https" && s.trace == fmt.Sprintf("%032x", 0xabc000+i) &&
+					s.parent == fmt.Sprintf("%016x", 0xdef000+i) {
+					joined++
+				}
+			}
+			t.Logf("%s: %s; server spans in their traceparent's trace %d", tc.route, r, joined)
+			if r.wrong != 0 || r.split != 0 || r.right != n || joined != n || len(spans) != 3*n {
+				t.Errorf("%s: right %d, wrong %d, split %d of %d calls; %d of %d server spans under their traceparent; %d spans (want %d): %v",
+					tc.route, r.right, r.wrong, r.split, n, joined, n, len(spans), 3*n, countByKind(spans))
+			}
+			if m, err := w.Metrics(); err != nil || m["spans_client_root"] != 0 {
+				t.Errorf("client spans that started a trace: %d (%v)", m["spans_client_root"], err)
+			}
+			checkModulesApplied(t, front, tc.engineModule)
 		})
 	}
 }
