@@ -421,6 +421,7 @@ __noinline int trace_context(struct event_buf *e, __u32 n, __u64 pid_tgid, struc
 
 #include "tls.h"
 #include "h2walk.h"
+#include "h2peer.h"
 #include "h2claim.h"
 
 /* Emits one data event: header plus the first capture_max bytes (or an
@@ -673,8 +674,14 @@ int weft_sock_state(struct trace_event_raw_inet_sock_set_state *ctx)
 {
 	if (ctx->protocol != IPPROTO_TCP)
 		return 0;
-	int to = ctx->newstate;
-	if (to != TCP_CLOSE && !(ctx->oldstate == TCP_ESTABLISHED && (to == TCP_FIN_WAIT1 || to == TCP_CLOSE_WAIT)))
+	/* Each field read once, here: clang otherwise shares an offset
+	 * pointer into ctx between branches, which the verifier refuses. */
+	int to = ctx->newstate, from = ctx->oldstate;
+	if (to == TCP_SYN_SENT || (to == TCP_ESTABLISHED && from == TCP_SYN_SENT)) {
+		note_traced_client(ctx, to);
+		return 0;
+	}
+	if (to != TCP_CLOSE && !(from == TCP_ESTABLISHED && (to == TCP_FIN_WAIT1 || to == TCP_CLOSE_WAIT)))
 		return 0;
 	__u64 id = (__u64)ctx->skaddr;
 	__u8 *v = bpf_map_lookup_elem(&tracked_socks, &id);
@@ -690,17 +697,18 @@ int weft_sock_state(struct trace_event_raw_inet_sock_set_state *ctx)
 	/* The kernel also "receives a reset" (tcp_reset) to abort a socket
 	 * closed here that gets data (FIN_WAIT*): only an established one was
 	 * reset by the peer. */
-	bool by_peer = ((*v & SOCK_RESET_BY_PEER) && ctx->oldstate == TCP_ESTABLISHED) ||
-		       ctx->oldstate == TCP_CLOSE_WAIT || ctx->oldstate == TCP_LAST_ACK;
+	bool by_peer = ((*v & SOCK_RESET_BY_PEER) && from == TCP_ESTABLISHED) || from == TCP_CLOSE_WAIT ||
+		       from == TCP_LAST_ACK;
 	/* Received but never read: copied_seq stops short of rcv_nxt, whose
 	 * last step is the peer's FIN once one came (and was not read). */
 	struct tcp_sock *tp = (struct tcp_sock *)ctx->skaddr;
 	__u32 unread = BPF_CORE_READ(tp, rcv_nxt) - BPF_CORE_READ(tp, copied_seq);
 	/* Events lost before the close: what was in flight cannot be ended. */
 	__u8 gap = (*v & SOCK_GAP ? 1 : 0) | (*v & SOCK_GAP_TLS ? 2 : 0);
-	if (unread && (ctx->oldstate == TCP_CLOSE_WAIT || ctx->oldstate == TCP_LAST_ACK))
+	if (unread && (from == TCP_CLOSE_WAIT || from == TCP_LAST_ACK))
 		unread--;
 	bpf_map_delete_elem(&tracked_socks, &id);
+	forget_traced_client(ctx);
 	/* Most sockets are in none of these: a lookup locks nothing. */
 	delete_present(&not_http_socks, &id);
 	h2_forget(id);

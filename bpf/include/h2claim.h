@@ -105,8 +105,9 @@ static __always_inline void emit_h2_claim(__u32 tgid, __u64 writer, __u32 stream
  * the event; for a write, the claim of its goroutine too, if any
  * (WEFT_CTX_H2_STREAM). A read's goroutine, and the goroutine that
  * created it (in more_span_ids[0]), name the connection a Go server's
- * stream claims are for (h2serve.h).
- * The map
+ * stream claims are for (h2serve.h); a server's read of the client
+ * preface decides whether the connection's streams start traces in the
+ * kernel (h2peer.h). The map
  * key is built in the event's pipelined-ids field, unused on HTTP/2, not
  * on the stack: the programs that inline emit_data have little left. */
 static __noinline void h2_stream_parent(struct event_header *h)
@@ -114,6 +115,8 @@ static __noinline void h2_stream_parent(struct event_header *h)
 	if (!h)
 		return;
 	struct proc_info *pi = proc_of(h->pid);
+	bool preface = h->h2_stream == H2_PREFACE_CALL;
+	h->h2_stream = 0;
 	if (!pi)
 		return;
 	if (pi->mode != WEFT_MODE_GO) {
@@ -141,6 +144,9 @@ static __noinline void h2_stream_parent(struct event_header *h)
 	if (h->dir == WEFT_DIR_INGRESS && h->goid && pi->parent_goid_off)
 		bpf_probe_read_user(h->more_span_ids[0], sizeof(h->more_span_ids[0]),
 				    (void *)(user_g() + pi->parent_goid_off));
+	/* A server's read of the client preface (h2peer.h). */
+	if (preface && h->dir == WEFT_DIR_INGRESS && h->goid)
+		h2_fresh_at_preface(h, h->goid, *(__u64 *)h->more_span_ids[0]);
 }
 
 #endif

@@ -8,11 +8,11 @@
  * created, or its creator (h2_stream_parent names every read's goroutine
  * and that goroutine's creator). A probe on the handler's goroutine once
  * its handler returned ends the span's root. A stream without
- * traceparent gets a new trace the same way when user space marked its
- * decoding goroutine, or the one that created it, as decoding a
- * connection whose client weft does not follow on this host
- * (go_h2_fresh); else it leaves nothing: user space decides its span
- * (h2link: under its client's span when weft follows both ends here), and
+ * traceparent gets a new trace the same way when its decoding goroutine,
+ * or the one that created it, is marked as decoding a connection whose
+ * client weft does not follow on this host (go_h2_fresh, h2peer.h);
+ * else it leaves nothing: user space decides its span (h2link: under
+ * its client's span when weft follows both ends here), and
  * its handler serves no request. Only the decoded header list is read:
  * HeaderField of x/net/http2/hpack and the stream id of the frame
  * header, unchanged since 2016.
@@ -46,17 +46,6 @@ struct {
 	__type(key, struct go_key);
 	__type(value, struct span_ctx);
 } go_h2_handoff SEC(".maps");
-
-/* (tgid, goroutine) -> 1: the goroutine reads, or created the reader of,
- * a server connection whose client weft does not follow on this host,
- * so that no client span can be its streams' parent; set and removed by
- * user space once it has seen the connection's reads. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, struct go_key);
-	__type(value, __u8);
-} go_h2_fresh SEC(".maps");
 
 /* A net/http stream's span, until its handler starts: with the stream's
  * connection and id, which runHandler checks against the stream it is
@@ -150,7 +139,7 @@ static __always_inline bool grpc_traceparent(__u64 fields, __u64 n, struct span_
 }
 
 /* Whether goroutine id of process tgid, or its creator, decodes a
- * connection user space marked (go_h2_fresh). */
+ * connection marked fresh (go_h2_fresh). */
 static __always_inline bool go_h2_fresh_for(__u32 tgid, const struct go_id *id)
 {
 	struct go_key k = {.tgid = tgid, .id = id->goid};

@@ -13,6 +13,9 @@
 #define WEFT_H2WALK_H
 
 #define H2_PREFACE_LEN 24
+/* In a call's event header from h2_detect to h2_stream_parent, which
+ * clears it: the call began the connection. */
+#define H2_PREFACE_CALL 0xffffffff
 #define H2_FRAME_HDR 9
 /* Steps of the walk per call: about two per frame (its header, its
  * payload) plus one per iovec. A 64 KiB write of empty DATA frames would
@@ -262,8 +265,12 @@ static __always_inline struct h2_walk *h2_detect(struct event_buf *e, struct pro
 		return NULL;
 	}
 	struct h2_walk *st = bpf_map_lookup_elem(&h2_conns, &k);
-	if (st)
+	if (st) {
 		st->preface = H2_PREFACE_LEN; /* the walk copies it again, then the frames */
+		/* For h2_stream_parent, which the event goes to next (the
+		 * header, not the stack, which is short in emit_data). */
+		e->hdr.h2_stream = H2_PREFACE_CALL;
+	}
 	return st;
 }
 

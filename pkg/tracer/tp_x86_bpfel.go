@@ -201,6 +201,15 @@ type tpJvmTlsScratch struct {
 	_  [4]byte
 }
 
+type tpPeerKey struct {
+	_     structs.HostLayout
+	Caddr [16]uint8
+	Saddr [16]uint8
+	Cport uint16
+	Sport uint16
+	Pad   uint32
+}
+
 type tpPendingHead struct {
 	_    structs.HostLayout
 	Key  uint64
@@ -416,6 +425,7 @@ const (
 	tpMapGrpcItems               = "grpc_items"
 	tpMapH2Claims                = "h2_claims"
 	tpMapH2Conns                 = "h2_conns"
+	tpMapH2PrefaceCreators       = "h2_preface_creators"
 	tpMapInflightCalls           = "inflight_calls"
 	tpMapInjectScratch           = "inject_scratch"
 	tpMapJvmTlsScratch           = "jvm_tls_scratch"
@@ -446,6 +456,8 @@ const (
 	tpMapTlsLinks                = "tls_links"
 	tpMapTlsOutFps               = "tls_out_fps"
 	tpMapTlsSocks                = "tls_socks"
+	tpMapTracedClients           = "traced_clients"
+	tpMapTracedConnecting        = "traced_connecting"
 	tpMapTracesCtxV1             = "traces_ctx_v1"
 	tpMapTrackedSocks            = "tracked_socks"
 	tpProgWeftCgroupMove         = "weft_cgroup_move"
@@ -637,59 +649,62 @@ type tpProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type tpMapSpecs struct {
-	ActiveCtx      *ebpf.MapSpec `ebpf:"active_ctx"`
-	CgroupFilter   *ebpf.MapSpec `ebpf:"cgroup_filter"`
-	ClientSocks    *ebpf.MapSpec `ebpf:"client_socks"`
-	ConnParent     *ebpf.MapSpec `ebpf:"conn_parent"`
-	ConnVerdicts   *ebpf.MapSpec `ebpf:"conn_verdicts"`
-	Connecting     *ebpf.MapSpec `ebpf:"connecting"`
-	EagainRetry    *ebpf.MapSpec `ebpf:"eagain_retry"`
-	Events         *ebpf.MapSpec `ebpf:"events"`
-	GoActive       *ebpf.MapSpec `ebpf:"go_active"`
-	GoChildren     *ebpf.MapSpec `ebpf:"go_children"`
-	GoCreating     *ebpf.MapSpec `ebpf:"go_creating"`
-	GoH2Fresh      *ebpf.MapSpec `ebpf:"go_h2_fresh"`
-	GoH2Handoff    *ebpf.MapSpec `ebpf:"go_h2_handoff"`
-	GoH2Pending    *ebpf.MapSpec `ebpf:"go_h2_pending"`
-	GoRoute        *ebpf.MapSpec `ebpf:"go_route"`
-	GoSender       *ebpf.MapSpec `ebpf:"go_sender"`
-	GoWriter       *ebpf.MapSpec `ebpf:"go_writer"`
-	GrpcFieldsBuf  *ebpf.MapSpec `ebpf:"grpc_fields_buf"`
-	GrpcItems      *ebpf.MapSpec `ebpf:"grpc_items"`
-	H2Claims       *ebpf.MapSpec `ebpf:"h2_claims"`
-	H2Conns        *ebpf.MapSpec `ebpf:"h2_conns"`
-	InflightCalls  *ebpf.MapSpec `ebpf:"inflight_calls"`
-	InjectScratch  *ebpf.MapSpec `ebpf:"inject_scratch"`
-	JvmTlsScratch  *ebpf.MapSpec `ebpf:"jvm_tls_scratch"`
-	KeyLoad        *ebpf.MapSpec `ebpf:"key_load"`
-	LastDrop       *ebpf.MapSpec `ebpf:"last_drop"`
-	NgxConnecting  *ebpf.MapSpec `ebpf:"ngx_connecting"`
-	NgxUpstreamFor *ebpf.MapSpec `ebpf:"ngx_upstream_for"`
-	NotHttpSocks   *ebpf.MapSpec `ebpf:"not_http_socks"`
-	PendingHead    *ebpf.MapSpec `ebpf:"pending_head"`
-	PidFilter      *ebpf.MapSpec `ebpf:"pid_filter"`
-	ProcMode       *ebpf.MapSpec `ebpf:"proc_mode"`
-	Samples        *ebpf.MapSpec `ebpf:"samples"`
-	SamplesBegun   *ebpf.MapSpec `ebpf:"samples_begun"`
-	Scratch        *ebpf.MapSpec `ebpf:"scratch"`
-	SendClaims     *ebpf.MapSpec `ebpf:"send_claims"`
-	SentCtx        *ebpf.MapSpec `ebpf:"sent_ctx"`
-	ServingSock    *ebpf.MapSpec `ebpf:"serving_sock"`
-	SplitRequests  *ebpf.MapSpec `ebpf:"split_requests"`
-	StartPrefixes  *ebpf.MapSpec `ebpf:"start_prefixes"`
-	Stats          *ebpf.MapSpec `ebpf:"stats"`
-	ThreadKey      *ebpf.MapSpec `ebpf:"thread_key"`
-	ThreadParent   *ebpf.MapSpec `ebpf:"thread_parent"`
-	ThreadSlot     *ebpf.MapSpec `ebpf:"thread_slot"`
-	TlsBioSocks    *ebpf.MapSpec `ebpf:"tls_bio_socks"`
-	TlsCalls       *ebpf.MapSpec `ebpf:"tls_calls"`
-	TlsFed         *ebpf.MapSpec `ebpf:"tls_fed"`
-	TlsInFps       *ebpf.MapSpec `ebpf:"tls_in_fps"`
-	TlsLinks       *ebpf.MapSpec `ebpf:"tls_links"`
-	TlsOutFps      *ebpf.MapSpec `ebpf:"tls_out_fps"`
-	TlsSocks       *ebpf.MapSpec `ebpf:"tls_socks"`
-	TracesCtxV1    *ebpf.MapSpec `ebpf:"traces_ctx_v1"`
-	TrackedSocks   *ebpf.MapSpec `ebpf:"tracked_socks"`
+	ActiveCtx         *ebpf.MapSpec `ebpf:"active_ctx"`
+	CgroupFilter      *ebpf.MapSpec `ebpf:"cgroup_filter"`
+	ClientSocks       *ebpf.MapSpec `ebpf:"client_socks"`
+	ConnParent        *ebpf.MapSpec `ebpf:"conn_parent"`
+	ConnVerdicts      *ebpf.MapSpec `ebpf:"conn_verdicts"`
+	Connecting        *ebpf.MapSpec `ebpf:"connecting"`
+	EagainRetry       *ebpf.MapSpec `ebpf:"eagain_retry"`
+	Events            *ebpf.MapSpec `ebpf:"events"`
+	GoActive          *ebpf.MapSpec `ebpf:"go_active"`
+	GoChildren        *ebpf.MapSpec `ebpf:"go_children"`
+	GoCreating        *ebpf.MapSpec `ebpf:"go_creating"`
+	GoH2Fresh         *ebpf.MapSpec `ebpf:"go_h2_fresh"`
+	GoH2Handoff       *ebpf.MapSpec `ebpf:"go_h2_handoff"`
+	GoH2Pending       *ebpf.MapSpec `ebpf:"go_h2_pending"`
+	GoRoute           *ebpf.MapSpec `ebpf:"go_route"`
+	GoSender          *ebpf.MapSpec `ebpf:"go_sender"`
+	GoWriter          *ebpf.MapSpec `ebpf:"go_writer"`
+	GrpcFieldsBuf     *ebpf.MapSpec `ebpf:"grpc_fields_buf"`
+	GrpcItems         *ebpf.MapSpec `ebpf:"grpc_items"`
+	H2Claims          *ebpf.MapSpec `ebpf:"h2_claims"`
+	H2Conns           *ebpf.MapSpec `ebpf:"h2_conns"`
+	H2PrefaceCreators *ebpf.MapSpec `ebpf:"h2_preface_creators"`
+	InflightCalls     *ebpf.MapSpec `ebpf:"inflight_calls"`
+	InjectScratch     *ebpf.MapSpec `ebpf:"inject_scratch"`
+	JvmTlsScratch     *ebpf.MapSpec `ebpf:"jvm_tls_scratch"`
+	KeyLoad           *ebpf.MapSpec `ebpf:"key_load"`
+	LastDrop          *ebpf.MapSpec `ebpf:"last_drop"`
+	NgxConnecting     *ebpf.MapSpec `ebpf:"ngx_connecting"`
+	NgxUpstreamFor    *ebpf.MapSpec `ebpf:"ngx_upstream_for"`
+	NotHttpSocks      *ebpf.MapSpec `ebpf:"not_http_socks"`
+	PendingHead       *ebpf.MapSpec `ebpf:"pending_head"`
+	PidFilter         *ebpf.MapSpec `ebpf:"pid_filter"`
+	ProcMode          *ebpf.MapSpec `ebpf:"proc_mode"`
+	Samples           *ebpf.MapSpec `ebpf:"samples"`
+	SamplesBegun      *ebpf.MapSpec `ebpf:"samples_begun"`
+	Scratch           *ebpf.MapSpec `ebpf:"scratch"`
+	SendClaims        *ebpf.MapSpec `ebpf:"send_claims"`
+	SentCtx           *ebpf.MapSpec `ebpf:"sent_ctx"`
+	ServingSock       *ebpf.MapSpec `ebpf:"serving_sock"`
+	SplitRequests     *ebpf.MapSpec `ebpf:"split_requests"`
+	StartPrefixes     *ebpf.MapSpec `ebpf:"start_prefixes"`
+	Stats             *ebpf.MapSpec `ebpf:"stats"`
+	ThreadKey         *ebpf.MapSpec `ebpf:"thread_key"`
+	ThreadParent      *ebpf.MapSpec `ebpf:"thread_parent"`
+	ThreadSlot        *ebpf.MapSpec `ebpf:"thread_slot"`
+	TlsBioSocks       *ebpf.MapSpec `ebpf:"tls_bio_socks"`
+	TlsCalls          *ebpf.MapSpec `ebpf:"tls_calls"`
+	TlsFed            *ebpf.MapSpec `ebpf:"tls_fed"`
+	TlsInFps          *ebpf.MapSpec `ebpf:"tls_in_fps"`
+	TlsLinks          *ebpf.MapSpec `ebpf:"tls_links"`
+	TlsOutFps         *ebpf.MapSpec `ebpf:"tls_out_fps"`
+	TlsSocks          *ebpf.MapSpec `ebpf:"tls_socks"`
+	TracedClients     *ebpf.MapSpec `ebpf:"traced_clients"`
+	TracedConnecting  *ebpf.MapSpec `ebpf:"traced_connecting"`
+	TracesCtxV1       *ebpf.MapSpec `ebpf:"traces_ctx_v1"`
+	TrackedSocks      *ebpf.MapSpec `ebpf:"tracked_socks"`
 }
 
 // tpVariableSpecs contains global variables before they are loaded into the kernel.
@@ -739,59 +754,62 @@ func (o *tpObjects) Close() error {
 //
 // It can be passed to loadTpObjects or ebpf.CollectionSpec.LoadAndAssign.
 type tpMaps struct {
-	ActiveCtx      *ebpf.Map `ebpf:"active_ctx"`
-	CgroupFilter   *ebpf.Map `ebpf:"cgroup_filter"`
-	ClientSocks    *ebpf.Map `ebpf:"client_socks"`
-	ConnParent     *ebpf.Map `ebpf:"conn_parent"`
-	ConnVerdicts   *ebpf.Map `ebpf:"conn_verdicts"`
-	Connecting     *ebpf.Map `ebpf:"connecting"`
-	EagainRetry    *ebpf.Map `ebpf:"eagain_retry"`
-	Events         *ebpf.Map `ebpf:"events"`
-	GoActive       *ebpf.Map `ebpf:"go_active"`
-	GoChildren     *ebpf.Map `ebpf:"go_children"`
-	GoCreating     *ebpf.Map `ebpf:"go_creating"`
-	GoH2Fresh      *ebpf.Map `ebpf:"go_h2_fresh"`
-	GoH2Handoff    *ebpf.Map `ebpf:"go_h2_handoff"`
-	GoH2Pending    *ebpf.Map `ebpf:"go_h2_pending"`
-	GoRoute        *ebpf.Map `ebpf:"go_route"`
-	GoSender       *ebpf.Map `ebpf:"go_sender"`
-	GoWriter       *ebpf.Map `ebpf:"go_writer"`
-	GrpcFieldsBuf  *ebpf.Map `ebpf:"grpc_fields_buf"`
-	GrpcItems      *ebpf.Map `ebpf:"grpc_items"`
-	H2Claims       *ebpf.Map `ebpf:"h2_claims"`
-	H2Conns        *ebpf.Map `ebpf:"h2_conns"`
-	InflightCalls  *ebpf.Map `ebpf:"inflight_calls"`
-	InjectScratch  *ebpf.Map `ebpf:"inject_scratch"`
-	JvmTlsScratch  *ebpf.Map `ebpf:"jvm_tls_scratch"`
-	KeyLoad        *ebpf.Map `ebpf:"key_load"`
-	LastDrop       *ebpf.Map `ebpf:"last_drop"`
-	NgxConnecting  *ebpf.Map `ebpf:"ngx_connecting"`
-	NgxUpstreamFor *ebpf.Map `ebpf:"ngx_upstream_for"`
-	NotHttpSocks   *ebpf.Map `ebpf:"not_http_socks"`
-	PendingHead    *ebpf.Map `ebpf:"pending_head"`
-	PidFilter      *ebpf.Map `ebpf:"pid_filter"`
-	ProcMode       *ebpf.Map `ebpf:"proc_mode"`
-	Samples        *ebpf.Map `ebpf:"samples"`
-	SamplesBegun   *ebpf.Map `ebpf:"samples_begun"`
-	Scratch        *ebpf.Map `ebpf:"scratch"`
-	SendClaims     *ebpf.Map `ebpf:"send_claims"`
-	SentCtx        *ebpf.Map `ebpf:"sent_ctx"`
-	ServingSock    *ebpf.Map `ebpf:"serving_sock"`
-	SplitRequests  *ebpf.Map `ebpf:"split_requests"`
-	StartPrefixes  *ebpf.Map `ebpf:"start_prefixes"`
-	Stats          *ebpf.Map `ebpf:"stats"`
-	ThreadKey      *ebpf.Map `ebpf:"thread_key"`
-	ThreadParent   *ebpf.Map `ebpf:"thread_parent"`
-	ThreadSlot     *ebpf.Map `ebpf:"thread_slot"`
-	TlsBioSocks    *ebpf.Map `ebpf:"tls_bio_socks"`
-	TlsCalls       *ebpf.Map `ebpf:"tls_calls"`
-	TlsFed         *ebpf.Map `ebpf:"tls_fed"`
-	TlsInFps       *ebpf.Map `ebpf:"tls_in_fps"`
-	TlsLinks       *ebpf.Map `ebpf:"tls_links"`
-	TlsOutFps      *ebpf.Map `ebpf:"tls_out_fps"`
-	TlsSocks       *ebpf.Map `ebpf:"tls_socks"`
-	TracesCtxV1    *ebpf.Map `ebpf:"traces_ctx_v1"`
-	TrackedSocks   *ebpf.Map `ebpf:"tracked_socks"`
+	ActiveCtx         *ebpf.Map `ebpf:"active_ctx"`
+	CgroupFilter      *ebpf.Map `ebpf:"cgroup_filter"`
+	ClientSocks       *ebpf.Map `ebpf:"client_socks"`
+	ConnParent        *ebpf.Map `ebpf:"conn_parent"`
+	ConnVerdicts      *ebpf.Map `ebpf:"conn_verdicts"`
+	Connecting        *ebpf.Map `ebpf:"connecting"`
+	EagainRetry       *ebpf.Map `ebpf:"eagain_retry"`
+	Events            *ebpf.Map `ebpf:"events"`
+	GoActive          *ebpf.Map `ebpf:"go_active"`
+	GoChildren        *ebpf.Map `ebpf:"go_children"`
+	GoCreating        *ebpf.Map `ebpf:"go_creating"`
+	GoH2Fresh         *ebpf.Map `ebpf:"go_h2_fresh"`
+	GoH2Handoff       *ebpf.Map `ebpf:"go_h2_handoff"`
+	GoH2Pending       *ebpf.Map `ebpf:"go_h2_pending"`
+	GoRoute           *ebpf.Map `ebpf:"go_route"`
+	GoSender          *ebpf.Map `ebpf:"go_sender"`
+	GoWriter          *ebpf.Map `ebpf:"go_writer"`
+	GrpcFieldsBuf     *ebpf.Map `ebpf:"grpc_fields_buf"`
+	GrpcItems         *ebpf.Map `ebpf:"grpc_items"`
+	H2Claims          *ebpf.Map `ebpf:"h2_claims"`
+	H2Conns           *ebpf.Map `ebpf:"h2_conns"`
+	H2PrefaceCreators *ebpf.Map `ebpf:"h2_preface_creators"`
+	InflightCalls     *ebpf.Map `ebpf:"inflight_calls"`
+	InjectScratch     *ebpf.Map `ebpf:"inject_scratch"`
+	JvmTlsScratch     *ebpf.Map `ebpf:"jvm_tls_scratch"`
+	KeyLoad           *ebpf.Map `ebpf:"key_load"`
+	LastDrop          *ebpf.Map `ebpf:"last_drop"`
+	NgxConnecting     *ebpf.Map `ebpf:"ngx_connecting"`
+	NgxUpstreamFor    *ebpf.Map `ebpf:"ngx_upstream_for"`
+	NotHttpSocks      *ebpf.Map `ebpf:"not_http_socks"`
+	PendingHead       *ebpf.Map `ebpf:"pending_head"`
+	PidFilter         *ebpf.Map `ebpf:"pid_filter"`
+	ProcMode          *ebpf.Map `ebpf:"proc_mode"`
+	Samples           *ebpf.Map `ebpf:"samples"`
+	SamplesBegun      *ebpf.Map `ebpf:"samples_begun"`
+	Scratch           *ebpf.Map `ebpf:"scratch"`
+	SendClaims        *ebpf.Map `ebpf:"send_claims"`
+	SentCtx           *ebpf.Map `ebpf:"sent_ctx"`
+	ServingSock       *ebpf.Map `ebpf:"serving_sock"`
+	SplitRequests     *ebpf.Map `ebpf:"split_requests"`
+	StartPrefixes     *ebpf.Map `ebpf:"start_prefixes"`
+	Stats             *ebpf.Map `ebpf:"stats"`
+	ThreadKey         *ebpf.Map `ebpf:"thread_key"`
+	ThreadParent      *ebpf.Map `ebpf:"thread_parent"`
+	ThreadSlot        *ebpf.Map `ebpf:"thread_slot"`
+	TlsBioSocks       *ebpf.Map `ebpf:"tls_bio_socks"`
+	TlsCalls          *ebpf.Map `ebpf:"tls_calls"`
+	TlsFed            *ebpf.Map `ebpf:"tls_fed"`
+	TlsInFps          *ebpf.Map `ebpf:"tls_in_fps"`
+	TlsLinks          *ebpf.Map `ebpf:"tls_links"`
+	TlsOutFps         *ebpf.Map `ebpf:"tls_out_fps"`
+	TlsSocks          *ebpf.Map `ebpf:"tls_socks"`
+	TracedClients     *ebpf.Map `ebpf:"traced_clients"`
+	TracedConnecting  *ebpf.Map `ebpf:"traced_connecting"`
+	TracesCtxV1       *ebpf.Map `ebpf:"traces_ctx_v1"`
+	TrackedSocks      *ebpf.Map `ebpf:"tracked_socks"`
 }
 
 func (m *tpMaps) Close() error {
@@ -817,6 +835,7 @@ func (m *tpMaps) Close() error {
 		m.GrpcItems,
 		m.H2Claims,
 		m.H2Conns,
+		m.H2PrefaceCreators,
 		m.InflightCalls,
 		m.InjectScratch,
 		m.JvmTlsScratch,
@@ -847,6 +866,8 @@ func (m *tpMaps) Close() error {
 		m.TlsLinks,
 		m.TlsOutFps,
 		m.TlsSocks,
+		m.TracedClients,
+		m.TracedConnecting,
 		m.TracesCtxV1,
 		m.TrackedSocks,
 	)

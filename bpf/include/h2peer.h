@@ -1,0 +1,181 @@
+/* Whether a Go HTTP/2 server connection's client is followed by weft on
+ * this host, known in the kernel before the connection's first stream.
+ *
+ * A stream without traceparent gets its span from the kernel, a new
+ * trace, only when no client span can be its parent (h2serve.h): when its
+ * client is not a traced process of this host. User space learns that
+ * from the connection's reads, up to a ring-buffer drain after its first
+ * streams were decoded. The kernel knows it at the connection's first
+ * read: a traced process's connect() notes its socket (SYN_SENT, in the
+ * caller's context), and the socket's address 4-tuple is noted once it is
+ * established (before the handshake's last ACK, so before the server can
+ * read a byte). The server's read of the client preface looks its
+ * reversed 4-tuple up, as user space's link does (h2link): when it is not
+ * there, the reading goroutine is marked in go_h2_fresh, and the
+ * goroutine that created it while that one created the preface reader of
+ * no other connection (grpc-go's reader is created by the goroutine that
+ * read the preface, net/http's serve goroutine by its connection's).
+ * A 4-tuple the table lost (LRU) or never saw (NAT) marks the connection
+ * fresh: its streams then start traces of their own, split from a client
+ * span there may be, never under another's. Included by common.h. */
+#ifndef WEFT_H2PEER_H
+#define WEFT_H2PEER_H
+
+/* Addresses as the event header has them (IPv4 in the first 4 bytes, the
+ * rest zero; an IPv4-mapped IPv6 address as IPv4), the client's first. */
+struct peer_key {
+	__u8 caddr[16];
+	__u8 saddr[16];
+	__u16 cport;
+	__u16 sport;
+	__u32 _pad;
+};
+
+/* Sockets of traced processes that are connecting -> 1, until established. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, __u8);
+} traced_connecting SEC(".maps");
+
+/* The 4-tuples of traced processes' established client connections -> 1,
+ * deleted at their close. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct peer_key);
+	__type(value, __u8);
+} traced_clients SEC(".maps");
+
+/* (tgid, goroutine) -> 1: the goroutine reads, or created the reader of,
+ * a server connection whose client weft does not follow on this host,
+ * so that no client span can be its streams' parent; set here at the
+ * client preface, and by user space once it has seen the connection's
+ * reads; removed by user space when the client's end shows up. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct go_key);
+	__type(value, __u8);
+} go_h2_fresh SEC(".maps");
+
+#define H2_CREATOR_OF_MANY ((__u64)-1)
+
+/* (tgid, goroutine) -> the socket of the one connection whose preface a
+ * goroutine it created read, or H2_CREATOR_OF_MANY. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct go_key);
+	__type(value, __u64);
+} h2_preface_creators SEC(".maps");
+
+static __always_inline void peer_addr(__u8 *out, const __u8 *in, __u16 family)
+{
+	__builtin_memset(out, 0, 16);
+	if (family != AF_INET6) {
+		__builtin_memcpy(out, in, 4);
+		return;
+	}
+	const __u32 *w = (const __u32 *)in;
+	if (w[0] == 0 && w[1] == 0 && w[2] == bpf_htonl(0xffff))
+		__builtin_memcpy(out, in + 12, 4);
+	else
+		__builtin_memcpy(out, in, 16);
+}
+
+/* The 4-tuple of socket sk, from its side, read as fill_addrs reads a
+ * socket's for the events (the tracepoint's own fields would have to be
+ * copied at fixed offsets of its ctx, which clang does not keep). */
+static __always_inline void peer_key_of_sock(struct peer_key *k, struct sock *sk)
+{
+	struct sock_common *c = &sk->__sk_common;
+	__u8 local[16] = {}, remote[16] = {};
+	__u16 family = BPF_CORE_READ(c, skc_family);
+	if (family == AF_INET6) {
+		BPF_CORE_READ_INTO(&local, c, skc_v6_rcv_saddr.in6_u.u6_addr8);
+		BPF_CORE_READ_INTO(&remote, c, skc_v6_daddr.in6_u.u6_addr8);
+	} else {
+		BPF_CORE_READ_INTO((__u32 *)local, c, skc_rcv_saddr);
+		BPF_CORE_READ_INTO((__u32 *)remote, c, skc_daddr);
+	}
+	peer_addr(k->caddr, local, family);
+	peer_addr(k->saddr, remote, family);
+	k->cport = BPF_CORE_READ(c, skc_num);
+	k->sport = bpf_ntohs(BPF_CORE_READ(c, skc_dport));
+	k->_pad = 0;
+}
+
+/* At a TCP state change to `to` (weft_sock_state): a traced process's
+ * connect() notes its socket; the socket, once established, its 4-tuple. */
+static __always_inline void note_traced_client(struct trace_event_raw_inet_sock_set_state *ctx, int to)
+{
+	__u64 sk = (__u64)ctx->skaddr;
+	if (to == TCP_SYN_SENT) {
+		if (pid_traced(bpf_get_current_pid_tgid() >> 32)) {
+			__u8 one = 1;
+			bpf_map_update_elem(&traced_connecting, &sk, &one, BPF_ANY);
+		}
+		return;
+	}
+	if (!bpf_map_lookup_elem(&traced_connecting, &sk))
+		return;
+	bpf_map_delete_elem(&traced_connecting, &sk);
+	struct peer_key k;
+	peer_key_of_sock(&k, (struct sock *)sk);
+	__u8 one = 1;
+	bpf_map_update_elem(&traced_clients, &k, &one, BPF_ANY);
+}
+
+/* At the close of a tracked socket: its 4-tuple, if a traced client's, goes. */
+static __always_inline void forget_traced_client(struct trace_event_raw_inet_sock_set_state *ctx)
+{
+	struct peer_key k;
+	peer_key_of_sock(&k, (struct sock *)ctx->skaddr);
+	delete_present(&traced_clients, &k);
+}
+
+/* A Go server's goroutine goid, created by creator, read the client
+ * preface of the connection of event h: when its client is not a traced
+ * process of this host, the streams it and (unless it created other
+ * preface readers) its creator decode start traces in the kernel. */
+static __noinline void h2_fresh_at_preface(const struct event_header *h, __u64 goid, __u64 creator)
+{
+	if (!h)
+		return;
+	struct peer_key k = {.cport = h->dport, .sport = h->sport};
+	peer_addr(k.caddr, h->daddr, h->family);
+	peer_addr(k.saddr, h->saddr, h->family);
+	bool fresh = !bpf_map_lookup_elem(&traced_clients, &k);
+	__u8 one = 1;
+	struct go_key g = {.tgid = h->pid, .id = goid};
+	if (fresh)
+		bpf_map_update_elem(&go_h2_fresh, &g, &one, BPF_ANY);
+	if (!creator)
+		return;
+	g.id = creator;
+	__u64 sock = h->sock_id;
+	__u64 *seen = bpf_map_lookup_elem(&h2_preface_creators, &g);
+	if (!seen) {
+		bpf_map_update_elem(&h2_preface_creators, &g, &sock, BPF_NOEXIST);
+		seen = bpf_map_lookup_elem(&h2_preface_creators, &g);
+		if (!seen)
+			return;
+	}
+	if (*seen != sock) {
+		/* It starts the readers of many connections (an accept loop):
+		 * its mark would hold for them all. */
+		*seen = H2_CREATOR_OF_MANY;
+		delete_present(&go_h2_fresh, &g);
+		return;
+	}
+	if (!fresh)
+		return;
+	bpf_map_update_elem(&go_h2_fresh, &g, &one, BPF_ANY);
+	/* Another connection's preface, on another CPU, may have come in between. */
+	if (*(volatile __u64 *)seen != sock)
+		delete_present(&go_h2_fresh, &g);
+}
+
+#endif
