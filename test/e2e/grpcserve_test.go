@@ -19,9 +19,10 @@ import (
 // GET /work/<i> to websrv (which waits too); an untraced client makes 300
 // calls, 32 at a time, on one connection. With a traceparent of its own
 // on each call (trace 0xabc000+i, span 0xdef000+i), every server span
-// must join its call's trace under the span the traceparent names; without
-// (after one warm-up call, so that weft has seen the connection), every
-// server span must start a trace of its own. Every GET must go under the
+// must join its call's trace under the span the traceparent names;
+// without, every server span must start a trace of its own, the
+// connection's first streams included (the kernel knows at the client
+// preface that the client is not traced here, h2peer.h). Every GET must go under the
 // server span of the same call, and websrv's span under that GET: 900
 // spans, no other. h2c and TLS, grpc-go 1.85 and 1.81.
 func TestGRPCServerHandlerParents(t *testing.T) {
@@ -67,8 +68,8 @@ func TestHTTP2ServerHandlerParents(t *testing.T) {
 }
 
 // handlerChains starts the server command made for websrv's address, and
-// h2app's client with clientArgs sending 300 calls to it (untraced: with
-// no traceparent, after a warm-up call); weft traces the server and
+// h2app's client with clientArgs sending 300 calls to it on a connection
+// it opens then (untraced: with no traceparent); weft traces the server and
 // websrv. Each call's chain must be right (checkHandlerParents), every
 // served stream's report taken (untraced: each a new trace), no stream
 // lost and no parent refused.
@@ -83,41 +84,19 @@ func handlerChains(t *testing.T, server func(backAddr string) *exec.Cmd, untrace
 	}
 	cli := startGoClient(t, append(clientArgs, "-addr="+midAddr, "-n="+strconv.Itoa(n))...)
 	w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", mid.Pid(), back.Pid()))
-	want, warm := 3*n, 0
-	warmNew := uint64(0)
-	if untraced {
-		// The connection's first streams are decoded before weft has
-		// seen its reads: the calls go once its warm-up's span is out.
-		cli.stdin.Write([]byte("go\n"))
-		collectSpans(t, rcv, 1, 30*time.Second)
-		if !strings.Contains(cli.stdout.Output(), "warm") {
-			t.Fatalf("client: %s", cli.out.Output())
-		}
-		want, warm = want+1, 1
-		// Whether the warm-up stream itself was decoded after weft
-		// marked its connection depends on when the ring buffer was
-		// drained; its report is counted before its span goes out.
-		m, err := w.Metrics()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if warmNew = m["h2_served_new"]; warmNew > 1 {
-			t.Fatalf("%d new traces for one warm-up call", warmNew)
-		}
-	}
 	cli.run(t)
 	if !strings.Contains(cli.stdout.Output(), "ok") {
 		t.Fatalf("client: %s", cli.out.Output())
 	}
-	got := collectSpans(t, rcv, want, 60*time.Second)
-	checkHandlerParents(t, got, n, warm, mid.Pid(), back.Pid(), backAddr, untraced)
+	got := collectSpans(t, rcv, 3*n, 60*time.Second)
+	checkHandlerParents(t, got, n, mid.Pid(), back.Pid(), backAddr, untraced)
 	m, err := w.Metrics()
 	if err != nil {
 		t.Fatal(err)
 	}
 	newTraces := uint64(0)
 	if untraced {
-		newTraces = warmNew + n
+		newTraces = n
 	}
 	if m["h2_served_unmatched"] != 0 || m["h2_served_new"] != newTraces || m["h2_streams_lost"] != 0 ||
 		m["parent_refused_ended"] != 0 || m["parent_refused_unknown_runtime"] != 0 {
@@ -131,21 +110,15 @@ func handlerChains(t *testing.T, server func(backAddr string) *exec.Cmd, untrace
 // (gRPC's Call<i>, or HTTP's /req/<i>) in the traceparent's trace under
 // its span (untraced: a root, in a trace of its own), the GET /work/i its
 // handler made under that server span, and websrv's span of it under the
-// GET; and no other span but warm warm-up server spans (gRPC's Get, or
-// /work/warm).
-func checkHandlerParents(t *testing.T, got []span, n, warm, midPid, backPid int, backAddr string, untraced bool) {
+// GET; and no other span.
+func checkHandlerParents(t *testing.T, got []span, n, midPid, backPid int, backAddr string, untraced bool) {
 	t.Helper()
 	servers, gets, backs := map[int]span{}, map[int]span{}, map[int]span{}
-	warmed := 0
 	for _, s := range got {
 		pid := s.res["process.pid"]
 		var call string
 		var into map[int]span
 		switch {
-		case pid == int64(midPid) && s.kind == tracepb.Span_SPAN_KIND_SERVER &&
-			(s.attrs["rpc.method"] == "Get" || s.attrs["url.path"] == "/work/warm"):
-			warmed++
-			continue
 		case pid == int64(midPid) && s.kind == tracepb.Span_SPAN_KIND_SERVER:
 			if m, ok := s.attrs["rpc.method"]; ok {
 				call, _ = strings.CutPrefix(fmt.Sprint(m), "Call")
@@ -192,8 +165,7 @@ func checkHandlerParents(t *testing.T, got []span, n, warm, midPid, backPid int,
 		}
 		traces[trace] = i + 1
 	}
-	if right != n || warmed != warm || len(got) != 3*n+warm {
-		t.Errorf("%d of %d calls with their three spans right; %d warm-up spans (want %d); %d spans (want %d)",
-			right, n, warmed, warm, len(got), 3*n+warm)
+	if right != n || len(got) != 3*n {
+		t.Errorf("%d of %d calls with their three spans right; %d spans (want %d)", right, n, len(got), 3*n)
 	}
 }

@@ -55,7 +55,7 @@ func main() {
 	runFor := flag.Duration("for", 10*time.Second, "steady: how long to send at most (a line on stdin stops it)")
 	paths := flag.Int("paths", 500, "steady: how many paths request numbers cycle through")
 	noKeepAlive := flag.Bool("no-keepalive", false, "steady -http1: a connection per request")
-	noTraceparent := flag.Bool("no-traceparent", false, "h2-traced-client, grpc-traced-client: send no traceparent; first make one other call, print \"warm\" and wait for a line on stdin")
+	noTraceparent := flag.Bool("no-traceparent", false, "h2-traced-client, grpc-traced-client: send no traceparent")
 	atOnce := flag.Int("at-once", 32, "h2-traced-client: requests in flight at once")
 	maxStreams := flag.Uint("max-streams", 0, "h2c-upgrade-server: the streams a connection may have open at once (0: x/net's default)")
 	certOut := flag.String("cert-out", "", "grpc-server -tls: write the server's certificate (PEM) there, for clients to trust")
@@ -217,8 +217,7 @@ func h2cClient(addr string, n int) error {
 // h2TracedClient sends n requests /req/<i> over one HTTP/2 connection
 // (prior-knowledge h2c, or with useTLS h2 by ALPN), atOnce at a time,
 // each with a traceparent of its own (traceparentFor), as an
-// instrumented caller sends; with noTP none, after a first GET /work/warm
-// (warmUp).
+// instrumented caller sends; with noTP none.
 func h2TracedClient(addr string, n, atOnce int, useTLS, noTP bool) error {
 	var protos http.Protocols
 	protos.SetUnencryptedHTTP2(!useTLS)
@@ -232,17 +231,6 @@ func h2TracedClient(addr string, n, atOnce int, useTLS, noTP bool) error {
 	tp := traceparentFor
 	if noTP {
 		tp = func(int) string { return "" }
-		err := warmUp(func() error {
-			resp, err := c.Get(fmt.Sprintf("%s://%s/work/warm", scheme, addr))
-			if err == nil {
-				_, err = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			}
-			return err
-		})
-		if err != nil {
-			return err
-		}
 	}
 	slots := make(chan struct{}, atOnce)
 	get := func(i int) error {
@@ -577,7 +565,7 @@ func grpcClient(addr string, n int, useTLS bool) error {
 // grpcTracedClient makes n calls /weft.test.Work/Call<i> on one
 // connection, 32 at a time, each with a traceparent of its own in its
 // metadata (traceparentFor), as an instrumented caller sends; with noTP
-// none, after a first Get (warmUp). (More at once, grpc-go writes more
+// none. (More at once, grpc-go writes more
 // than the 4 KiB of HEADERS per call that weft's kernel side copies.)
 func grpcTracedClient(addr string, n int, useTLS, noTP bool) error {
 	cc, err := dialGRPC(addr, useTLS)
@@ -585,14 +573,6 @@ func grpcTracedClient(addr string, n int, useTLS, noTP bool) error {
 		return err
 	}
 	defer cc.Close()
-	if noTP {
-		err := warmUp(func() error {
-			return cc.Invoke(context.Background(), "/"+serviceName+"/Get", wrapperspb.String("warm"), new(wrapperspb.StringValue))
-		})
-		if err != nil {
-			return err
-		}
-	}
 	slots := make(chan struct{}, 32)
 	call := func(i int) error {
 		slots <- struct{}{}
@@ -614,20 +594,6 @@ func grpcTracedClient(addr string, n int, useTLS, noTP bool) error {
 		return err
 	}
 	fmt.Println("ok")
-	return nil
-}
-
-// warmUp makes call once on a new connection, prints "warm" and waits for
-// a line on stdin: a test lets the other calls go once weft has seen the
-// connection, whose first streams are decoded before it could.
-func warmUp(call func() error) error {
-	if err := call(); err != nil {
-		return fmt.Errorf("warm-up call: %w", err)
-	}
-	fmt.Println("warm")
-	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
-		return fmt.Errorf("no go-ahead after the warm-up: %w", err)
-	}
 	return nil
 }
 
