@@ -13,8 +13,10 @@
  * reversed 4-tuple up, as user space's link does (h2link): when it is not
  * there, the reading goroutine is marked in go_h2_fresh, and the
  * goroutine that created it while that one created the preface reader of
- * no other connection (grpc-go's reader is created by the goroutine that
- * read the preface, net/http's serve goroutine by its connection's).
+ * no other connection: grpc-go's decoding reader is created by the
+ * goroutine that read the preface; net/http's serve goroutine, which
+ * decodes, reads the preface itself over h2c and creates the goroutine
+ * that reads it over TLS.
  * A 4-tuple the table lost (LRU) or never saw (NAT) marks the connection
  * fresh: its streams then start traces of their own, split from a client
  * span there may be, never under another's. Included by common.h. */
