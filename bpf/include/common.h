@@ -600,10 +600,16 @@ int BPF_PROG(weft_fork, struct task_struct *parent, struct task_struct *child)
 		 * per-process uprobes: it is followed only by thread. */
 		struct proc_info *pi = proc_of(ptgid);
 		if (pi) {
-			struct proc_info child = *pi;
-			if (child.mode == WEFT_MODE_GO)
-				child.mode = WEFT_MODE_REFUSE;
-			bpf_map_update_elem(&proc_mode, &ctgid, &child, BPF_ANY);
+			struct proc_info info = *pi;
+			if (info.mode == WEFT_MODE_GO)
+				info.mode = WEFT_MODE_REFUSE;
+			bpf_map_update_elem(&proc_mode, &ctgid, &info, BPF_ANY);
+			/* A child that goes on running its parent's program (nginx's
+			 * workers, pre-fork servers) needs its own hooks: told now,
+			 * before it runs. A vfork child only execs (or exits), and
+			 * its exec is reported. */
+			if (!BPF_CORE_READ(child, vfork_done))
+				emit_small(WEFT_EV_FORK, 0, ctgid, ptgid, 0, 0, BPF_RB_FORCE_WAKEUP);
 		}
 	}
 	return 0;

@@ -20,6 +20,8 @@ enum weft_event_kind {
 	WEFT_EV_H2_SERVE = 8, /* the HTTP/2 server stream h2_stream of the connection goroutine
 	                       * goid reads (or sock_id, its creator, read first) is span
 	                       * span_id of trace_id under parent_id (h2serve.h) */
+	WEFT_EV_FORK = 9, /* traced process tid forked process pid, which does not
+	                   * share its parent's per-process uprobes */
 };
 
 /* What the trace context fields of an event say. */

@@ -118,6 +118,9 @@ func (l *loop) handle(ev *event.Event) {
 		l.tr.ProcessExeced(ev.PID)
 		l.sel.OnExec(int(ev.PID))
 		return
+	case event.KindFork:
+		l.tr.ProcessForked(ev.PID, ev.TID)
+		return
 	case event.KindAgent:
 		l.tr.AgentLoaded(ev.PID)
 		return

@@ -35,6 +35,9 @@ const (
 	// stream's traceparent for the stream's handler (grpc-go's and
 	// net/http's servers).
 	KindH2Serve Kind = 8
+	// KindFork: traced process TID forked process PID, which runs its
+	// parent's program but none of its per-process uprobes.
+	KindFork Kind = 9
 )
 
 // Direction is the flow of bytes relative to the traced process.

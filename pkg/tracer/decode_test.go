@@ -52,3 +52,22 @@ func TestDecodeRejectsShortRecords(t *testing.T) {
 		t.Error("payload longer than the record accepted")
 	}
 }
+
+// The event kinds user space decodes are the kernel side's numbers.
+func TestEventKindsMatchTheKernel(t *testing.T) {
+	for kernel, kind := range map[tpWeftEventKind]event.Kind{
+		tpWeftEventKindWEFT_EV_DATA:      event.KindData,
+		tpWeftEventKindWEFT_EV_CLOSE:     event.KindClose,
+		tpWeftEventKindWEFT_EV_EXEC:      event.KindExec,
+		tpWeftEventKindWEFT_EV_EXIT:      event.KindExit,
+		tpWeftEventKindWEFT_EV_FIRST_FIN: event.KindFirstFin,
+		tpWeftEventKindWEFT_EV_AGENT:     event.KindAgent,
+		tpWeftEventKindWEFT_EV_H2CLAIM:   event.KindH2Claim,
+		tpWeftEventKindWEFT_EV_H2SERVE:   event.KindH2Serve,
+		tpWeftEventKindWEFT_EV_FORK:      event.KindFork,
+	} {
+		if event.Kind(kernel) != kind {
+			t.Errorf("kernel kind %d is event kind %d", kernel, kind)
+		}
+	}
+}

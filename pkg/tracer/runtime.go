@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"os"
 	"strconv"
 	"strings"
 
@@ -343,6 +344,32 @@ func (t *Tracer) ProcessExeced(pid uint32) {
 		t.setupRuntime(pid)
 	}
 }
+
+// ProcessForked sets up process child, which traced process parent forked
+// and which runs parent's program on (nginx's workers, pre-fork servers):
+// the kernel side gave it its parent's mode, but uprobes are per process,
+// so the parent's runtime and TLS hooks do not fire in it. A child that
+// runs another program by now is left to its exec's event, one that is
+// gone to none.
+func (t *Tracer) ProcessForked(child, parent uint32) {
+	t.rtMu.Lock()
+	tls := t.tlsHooks[parent]
+	hooked := t.rtHooks[parent] != nil || (tls != nil && len(tls.links) > 0)
+	t.rtMu.Unlock()
+	if !hooked {
+		return
+	}
+	c, err := os.Stat(procExe(child))
+	if err != nil {
+		return
+	}
+	if p, err := os.Stat(procExe(parent)); err == nil && !os.SameFile(c, p) {
+		return
+	}
+	t.setupRuntime(child)
+}
+
+func procExe(pid uint32) string { return "/proc/" + strconv.FormatUint(uint64(pid), 10) + "/exe" }
 
 // ProcessGone releases what a process that exited held.
 func (t *Tracer) ProcessGone(pid uint32) {

@@ -357,6 +357,7 @@ const (
 	tpWeftEventKindWEFT_EV_AGENT     tpWeftEventKind = 6
 	tpWeftEventKindWEFT_EV_H2CLAIM   tpWeftEventKind = 7
 	tpWeftEventKindWEFT_EV_H2SERVE   tpWeftEventKind = 8
+	tpWeftEventKindWEFT_EV_FORK      tpWeftEventKind = 9
 )
 
 type tpWeftProcMode uint32
