@@ -8,9 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -352,6 +354,41 @@ func startNginx(t *testing.T, workers, backend string) (*proc, []int, string) {
 	return nil, nil, ""
 }
 
+// reloadNginx has nginx's master reload its configuration and returns the
+// workers it started, once those it had (old) are gone.
+func reloadNginx(t *testing.T, master *proc, old []int) []int {
+	t.Helper()
+	if err := master.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		kids := childPIDs(master.Pid())
+		if len(kids) == len(old) && !slices.ContainsFunc(kids, func(k int) bool { return slices.Contains(old, k) }) {
+			return kids
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("nginx's reload did not replace workers %v: now %v\n%s", old, childPIDs(master.Pid()), master.Output())
+	return nil
+}
+
+// waitWorkerHooks waits until weft has set up each of nginx's workers
+// with its hooks (the correlation it logs names why).
+func waitWorkerHooks(t *testing.T, w *weft, kids []int, why string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for _, k := range kids {
+		want := fmt.Sprintf("pid=%d mode=thread why=\"%s", k, why)
+		for !strings.Contains(w.Output(), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("nginx worker %d: no hooks (%s):\n%s", k, want, w.Output())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
 // childPIDs lists a process's children.
 func childPIDs(pid int) []int {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
@@ -367,14 +404,19 @@ func childPIDs(pid int) []int {
 // nginx: each upstream request under the downstream request it proxies,
 // on fresh upstream connections and from a keepalive pool, with one worker
 // and with one per CPU; the backend waits 0-10 ms so that a worker holds
-// many requests at once.
+// many requests at once. The workers of one per CPU are those a reload
+// started after weft attached: forked by the master, they need hooks of
+// their own (uprobes are per process).
 func TestNginxParents(t *testing.T) {
 	setup(t)
-	for _, workers := range []string{"1", "auto"} {
-		t.Run("workers="+workers, func(t *testing.T) {
+	for _, c := range []struct {
+		name, workers string
+		reload        bool
+	}{{"workers=1", "1", false}, {"workers=auto,reloaded", "auto", true}} {
+		t.Run(c.name, func(t *testing.T) {
 			rcv := otlptest.Start(t)
 			backend, backAddr := startServer(t, "-mode=nethttp")
-			master, kids, addr := startNginx(t, workers, backAddr)
+			master, kids, addr := startNginx(t, c.workers, backAddr)
 			pids := []string{strconv.Itoa(master.Pid()), strconv.Itoa(backend.Pid())}
 			for _, k := range kids {
 				pids = append(pids, strconv.Itoa(k))
@@ -385,9 +427,10 @@ func TestNginxParents(t *testing.T) {
 					t.Logf("weft:\n%s", w.Output())
 				}
 			}()
-			if !strings.Contains(w.Output(), "nginx: upstream requests tied") {
-				t.Fatalf("nginx's upstream hooks not attached:\n%s", w.Output())
+			if c.reload {
+				kids = reloadNginx(t, master, kids)
 			}
+			waitWorkerHooks(t, w, kids, `nginx: upstream requests tied`)
 			const n = 300
 			for _, ep := range []string{"/req/", "/ka/"} {
 				rcv.Reset()
