@@ -422,6 +422,7 @@ __noinline int trace_context(struct event_buf *e, __u32 n, __u64 pid_tgid, struc
 #include "tls.h"
 #include "h2walk.h"
 #include "h2peer.h"
+#include "h2link.h"
 #include "h2claim.h"
 
 /* Emits one data event: header plus the first capture_max bytes (or an
@@ -716,6 +717,7 @@ int weft_sock_state(struct trace_event_raw_inet_sock_set_state *ctx)
 	bpf_map_delete_elem(&tracked_socks, &id);
 	forget_traced_client(ctx);
 	/* Most sockets are in none of these: a lookup locks nothing. */
+	h2_client_closed(id);
 	delete_present(&not_http_socks, &id);
 	h2_forget(id);
 	__u64 plain = TLS_SOCK_KEY(id);

@@ -169,8 +169,9 @@ int weft_go_writeloop(struct pt_regs *ctx)
 
 /* net/http.(*http2ClientConn).writeHeaders(cc, streamID uint32, ...),
  * and x/net/http2's: the goroutine of a request is about to write and
- * flush its stream's HEADERS (h2claim.h). A goroutine whose request is
- * unknown or over leaves no claim. */
+ * flush its stream's HEADERS (h2claim.h); cc in RAX names the connection
+ * (h2link.h). A goroutine whose request is unknown or over leaves no
+ * claim. */
 SEC("uprobe/go_h2_headers")
 int weft_go_h2_headers(struct pt_regs *ctx)
 {
@@ -179,11 +180,13 @@ int weft_go_h2_headers(struct pt_regs *ctx)
 	if (!go_probed_goroutine(ctx, &tgid, &id))
 		return 0;
 	struct go_key k = {.tgid = tgid, .id = id.goid};
-	struct h2_claim c = {.stream = (__u32)ctx->bx};
-	if (go_parent(tgid, &id, &c.parent))
+	struct h2_claim c = {.stream = (__u32)ctx->bx, .conn = ctx->ax};
+	if (go_parent(tgid, &id, &c.parent)) {
+		h2_client_span(tgid, c.conn, c.stream, &c.parent, c.span);
 		bpf_map_update_elem(&h2_claims, &k, &c, BPF_ANY);
-	else
+	} else {
 		bpf_map_delete_elem(&h2_claims, &k);
+	}
 	return 0;
 }
 
@@ -229,8 +232,12 @@ int weft_go_grpc_headers(struct pt_regs *ctx)
 	if (!p)
 		return 0;
 	__u32 stream = 0;
-	if (bpf_probe_read_user(&stream, sizeof(stream), (void *)k.item) == 0 && stream)
-		emit_h2_claim(tgid, id.goid, stream, p);
+	if (bpf_probe_read_user(&stream, sizeof(stream), (void *)k.item) == 0 && stream) {
+		/* The loopy goroutine writes its one connection (h2link.h). */
+		__u8 span[8];
+		bool decided = h2_client_span(tgid, id.goid | H2_CLIENT_LOOPY, stream, p, span);
+		emit_h2_claim(tgid, id.goid, stream, p, decided ? span : NULL);
+	}
 	bpf_map_delete_elem(&grpc_items, &k);
 	return 0;
 }

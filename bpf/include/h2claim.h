@@ -18,14 +18,18 @@
  * event naming the loopy goroutine, the stream (the item's first field)
  * and the request. The loopy's writes on HTTP/2 connections carry its
  * goroutine id, by which user space gives each stream the write opens its
- * claim. OkHttp, with weft's Java agent, claims its streams the same way,
- * naming the thread that flushes them (jvmtls.h); outside Go a write
- * carries its thread's id. Included by common.h before emit_data. */
+ * claim. weft_go_h2_headers and weft_go_grpc_headers also decide the
+ * stream's span when its server end decodes on this host (h2link.h).
+ * OkHttp, with weft's Java agent, claims its streams the same way, naming
+ * the thread that flushes them (jvmtls.h); outside Go a write carries its
+ * thread's id. Included by common.h before emit_data. */
 #ifndef WEFT_H2CLAIM_H
 #define WEFT_H2CLAIM_H
 
 struct h2_claim {
 	struct span_ctx parent;
+	__u64 conn;    /* net/http's *ClientConn (h2link.h) */
+	__u8 span[8];  /* the stream's span, when decided here (h2link.h) */
 	__u32 stream;
 	__u32 _pad;
 };
@@ -87,8 +91,10 @@ static __always_inline void h2_event_submit(struct event_header *h)
 
 /* Tells user space that the HTTP/2 stream `stream` the goroutine (or, outside
  * Go, the thread) `writer` of process tgid is about to write the HEADERS
- * of is a call of request p: a claim event, ahead of the write. */
-static __always_inline void emit_h2_claim(__u32 tgid, __u64 writer, __u32 stream, const struct span_ctx *p)
+ * of is a call of request p, with span id span when the kernel decided it
+ * (h2link.h; else NULL): a claim event, ahead of the write. */
+static __always_inline void emit_h2_claim(__u32 tgid, __u64 writer, __u32 stream, const struct span_ctx *p,
+					  const __u8 *span)
 {
 	struct event_header *h = h2_event(WEFT_EV_H2_CLAIM, tgid, writer, stream);
 	if (!h)
@@ -97,6 +103,8 @@ static __always_inline void emit_h2_claim(__u32 tgid, __u64 writer, __u32 stream
 	h->trace_flags = p->trace_flags;
 	__builtin_memcpy(h->trace_id, p->trace_id, sizeof(h->trace_id));
 	__builtin_memcpy(h->parent_id, p->span_id, sizeof(h->parent_id));
+	if (span)
+		__builtin_memcpy(h->span_id, span, sizeof(h->span_id));
 	h2_event_submit(h);
 }
 
@@ -135,8 +143,16 @@ static __noinline void h2_stream_parent(struct event_header *h)
 			h->trace_flags = c->parent.trace_flags;
 			__builtin_memcpy(h->trace_id, c->parent.trace_id, sizeof(h->trace_id));
 			__builtin_memcpy(h->parent_id, c->parent.span_id, sizeof(h->parent_id));
+			__builtin_memcpy(h->span_id, c->span, sizeof(h->span_id));
+			__u64 conn = c->conn;
 			bpf_map_delete_elem(&h2_claims, k);
+			k->id = conn;
+		} else {
+			k->id |= H2_CLIENT_LOOPY; /* grpc-go's, if it is one */
 		}
+		/* A client connection object's socket (h2link.h). */
+		if (h->dir == WEFT_DIR_EGRESS)
+			h2_client_learn(k, h->sock_id);
 	}
 	__builtin_memset(h->more_span_ids, 0, sizeof(h->more_span_ids));
 	/* A read names its goroutine's creator too (h2serve.h): net/http's

@@ -41,13 +41,20 @@ struct {
 	__type(value, __u8);
 } traced_connecting SEC(".maps");
 
-/* The 4-tuples of traced processes' established client connections -> 1,
+/* A traced process's established client connection. */
+struct traced_client {
+	__u64 gen;    /* when it was established: names it among those of its 4-tuple */
+	__u8 linked;  /* a Go server of this host read its client preface (h2link.h) */
+	__u8 _pad[7];
+};
+
+/* The 4-tuples of traced processes' established client connections,
  * deleted at their close. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, struct peer_key);
-	__type(value, __u8);
+	__type(value, struct traced_client);
 } traced_clients SEC(".maps");
 
 /* (tgid, goroutine) -> 1: the goroutine reads, or created the reader of,
@@ -61,6 +68,22 @@ struct {
 	__type(key, struct go_key);
 	__type(value, __u8);
 } go_h2_fresh SEC(".maps");
+
+/* A connection between two ends of this host (h2link.h). */
+struct h2_conn_key {
+	struct peer_key pk;
+	__u64 gen; /* traced_client.gen */
+};
+
+/* (tgid, goroutine) -> the connection of a traced client of this host
+ * whose preface the goroutine, or one it created, read; set and removed
+ * as go_h2_fresh is here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct go_key);
+	__type(value, struct h2_conn_key);
+} go_h2_peers SEC(".maps");
 
 #define H2_CREATOR_OF_MANY ((__u64)-1)
 
@@ -126,8 +149,8 @@ static __always_inline void note_traced_client(struct trace_event_raw_inet_sock_
 	bpf_map_delete_elem(&traced_connecting, &sk);
 	struct peer_key k;
 	peer_key_of_sock(&k, (struct sock *)sk);
-	__u8 one = 1;
-	bpf_map_update_elem(&traced_clients, &k, &one, BPF_ANY);
+	struct traced_client tc = {.gen = bpf_ktime_get_ns()};
+	bpf_map_update_elem(&traced_clients, &k, &tc, BPF_ANY);
 }
 
 /* At the close of a tracked socket: its 4-tuple, if a traced client's, goes. */
@@ -138,22 +161,43 @@ static __always_inline void forget_traced_client(struct trace_event_raw_inet_soc
 	delete_present(&traced_clients, &k);
 }
 
+/* What the goroutine g decodes: a connection whose client is not traced
+ * here (fresh), or the connection conn of a traced client (h2link.h). */
+static __always_inline void h2_mark_decoder(struct go_key *g, bool fresh, struct h2_conn_key *conn)
+{
+	__u8 one = 1;
+	if (fresh)
+		bpf_map_update_elem(&go_h2_fresh, g, &one, BPF_ANY);
+	else
+		bpf_map_update_elem(&go_h2_peers, g, conn, BPF_ANY);
+}
+
+static __always_inline void h2_unmark_decoder(struct go_key *g)
+{
+	delete_present(&go_h2_fresh, g);
+	delete_present(&go_h2_peers, g);
+}
+
 /* A Go server's goroutine goid, created by creator, read the client
  * preface of the connection of event h: when its client is not a traced
  * process of this host, the streams it and (unless it created other
- * preface readers) its creator decode start traces in the kernel. */
+ * preface readers) its creator decode start traces in the kernel; when
+ * it is, they take the spans its client decides (h2link.h). */
 static __noinline void h2_fresh_at_preface(const struct event_header *h, __u64 goid, __u64 creator)
 {
 	if (!h)
 		return;
-	struct peer_key k = {.cport = h->dport, .sport = h->sport};
-	peer_addr(k.caddr, h->daddr, h->family);
-	peer_addr(k.saddr, h->saddr, h->family);
-	bool fresh = !bpf_map_lookup_elem(&traced_clients, &k);
-	__u8 one = 1;
+	struct h2_conn_key conn = {.pk = {.cport = h->dport, .sport = h->sport}};
+	peer_addr(conn.pk.caddr, h->daddr, h->family);
+	peer_addr(conn.pk.saddr, h->saddr, h->family);
+	struct traced_client *tc = bpf_map_lookup_elem(&traced_clients, &conn.pk);
+	bool fresh = !tc;
+	if (tc) {
+		tc->linked = 1;
+		conn.gen = tc->gen;
+	}
 	struct go_key g = {.tgid = h->pid, .id = goid};
-	if (fresh)
-		bpf_map_update_elem(&go_h2_fresh, &g, &one, BPF_ANY);
+	h2_mark_decoder(&g, fresh, &conn);
 	if (!creator)
 		return;
 	g.id = creator;
@@ -169,15 +213,13 @@ static __noinline void h2_fresh_at_preface(const struct event_header *h, __u64 g
 		/* It starts the readers of many connections (an accept loop):
 		 * its mark would hold for them all. */
 		*seen = H2_CREATOR_OF_MANY;
-		delete_present(&go_h2_fresh, &g);
+		h2_unmark_decoder(&g);
 		return;
 	}
-	if (!fresh)
-		return;
-	bpf_map_update_elem(&go_h2_fresh, &g, &one, BPF_ANY);
+	h2_mark_decoder(&g, fresh, &conn);
 	/* Another connection's preface, on another CPU, may have come in between. */
 	if (*(volatile __u64 *)seen != sock)
-		delete_present(&go_h2_fresh, &g);
+		h2_unmark_decoder(&g);
 }
 
 #endif

@@ -8,12 +8,13 @@
  * created, or its creator (h2_stream_parent names every read's goroutine
  * and that goroutine's creator). A probe on the handler's goroutine once
  * its handler returned ends the span's root. A stream without
- * traceparent gets a new trace the same way when its decoding goroutine,
- * or the one that created it, is marked as decoding a connection whose
- * client weft does not follow on this host (go_h2_fresh, h2peer.h);
- * else it leaves nothing: user space decides its span (h2link: under
- * its client's span when weft follows both ends here), and
- * its handler serves no request. Only the decoded header list is read:
+ * traceparent gets the span its client decided for it when that client
+ * is a Go program weft follows on this host (h2link.h); a new trace when
+ * its decoding goroutine, or the one that created it, is marked as
+ * decoding a connection whose client weft does not follow on this host
+ * (go_h2_fresh, h2peer.h); else it leaves nothing: user space decides
+ * its span (h2link.go: under its client's span when weft follows both
+ * ends here), and its handler serves no request. Only the decoded header list is read:
  * HeaderField of x/net/http2/hpack and the stream id of the frame
  * header, unchanged since 2016.
  *
@@ -150,46 +151,57 @@ static __always_inline bool go_h2_fresh_for(__u32 tgid, const struct go_id *id)
 }
 
 /* The id of the stream whose HEADERS frame (a *MetaHeadersFrame)
- * goroutine id of process tgid decodes, its incoming traceparent (in;
- * zero when it starts a trace), and the server span decided for it;
- * false when the frame cannot be read, or when it has no traceparent and
- * its connection is not marked fresh. */
-static __always_inline bool h2_served_span(__u64 frame, __u32 tgid, const struct go_id *id, __u32 *stream,
+ * goroutine id of process tgid decodes, its parent (in: the incoming
+ * traceparent's, or the client span of this host's, h2link.h; zero when
+ * it starts a trace), and the server span decided for it. The kind of
+ * the claim event: WEFT_CTX_SERVER, or WEFT_CTX_H2_STREAM for a span
+ * under its client's span; 0 when the frame cannot be read, or when it
+ * has no traceparent, its client left no span, and its connection is not
+ * marked fresh. */
+static __always_inline __u8 h2_served_span(__u64 frame, __u32 tgid, const struct go_id *id, __u32 *stream,
 					   struct span_ctx *in, struct span_ctx *span)
 {
 	struct go_meta_headers m;
+	__u8 kind = WEFT_CTX_SERVER;
 	*stream = 0;
 	if (bpf_probe_read_user(&m, sizeof(m), (void *)frame) < 0 || !m.headers_frame ||
 	    bpf_probe_read_user(stream, sizeof(*stream), (void *)(m.headers_frame + FRAME_HEADER_STREAM_ID)) < 0)
-		return false;
+		return 0;
 	*stream &= 0x7fffffff;
 	if (!*stream)
-		return false;
+		return 0;
 	if (grpc_traceparent(m.fields, m.nfields, in)) {
 		__builtin_memcpy(span->trace_id, in->trace_id, sizeof(span->trace_id));
 		span->trace_flags = continued_flags(in);
 		random_ids(0, span->span_id);
+	} else if (h2_client_span_of(tgid, id, *stream, in)) {
+		/* Its client, on this host, decided its span (h2link.h): a
+		 * fresh mark user space left meanwhile is stale. */
+		__builtin_memcpy(span->trace_id, in->trace_id, sizeof(span->trace_id));
+		span->trace_flags = in->trace_flags;
+		random_ids(0, span->span_id);
+		kind = WEFT_CTX_H2_STREAM;
 	} else if (go_h2_fresh_for(tgid, id)) {
 		__builtin_memset(in, 0, sizeof(*in));
 		random_ids(span->trace_id, span->span_id);
 		span->trace_flags = root_flags(span->trace_id);
 	} else {
-		return false;
+		return 0;
 	}
 	span->start_ns = bpf_ktime_get_ns();
-	return true;
+	return kind;
 }
 
 /* Tells user space the ids of the server span of stream `stream` that
- * goroutine reader decoded. */
+ * goroutine reader decoded, and what decided them (h2_served_span). */
 static __always_inline void emit_h2_serve(__u32 tgid, const struct go_id *reader, __u32 stream,
-					  const struct span_ctx *span, const __u8 *parent)
+					  const struct span_ctx *span, const __u8 *parent, __u8 kind)
 {
 	struct event_header *h = h2_event(WEFT_EV_H2_SERVE, tgid, reader->goid, stream);
 	if (!h)
 		return;
 	h->sock_id = reader->parent;
-	h->ctx_kind = WEFT_CTX_SERVER;
+	h->ctx_kind = kind;
 	h->trace_flags = span->trace_flags;
 	__builtin_memcpy(h->trace_id, span->trace_id, sizeof(h->trace_id));
 	__builtin_memcpy(h->span_id, span->span_id, sizeof(h->span_id));
@@ -220,7 +232,8 @@ int weft_go_grpc_serve_headers(struct pt_regs *ctx)
 	struct go_key k = {.tgid = tgid, .id = id.goid};
 	__u32 stream;
 	struct span_ctx in = {}, span = {};
-	if (!h2_served_span(ctx->di, tgid, &id, &stream, &in, &span)) {
+	__u8 kind = h2_served_span(ctx->di, tgid, &id, &stream, &in, &span);
+	if (!kind) {
 		delete_present(&go_h2_handoff, &k);
 		return 0;
 	}
@@ -228,7 +241,7 @@ int weft_go_grpc_serve_headers(struct pt_regs *ctx)
 	/* The handler's creation looks for a handoff only in processes
 	 * marked so (TLS plaintext may not have marked it). */
 	pi->h2 = 1;
-	emit_h2_serve(tgid, &id, stream, &span, in.span_id);
+	emit_h2_serve(tgid, &id, stream, &span, in.span_id, kind);
 	return 0;
 }
 
@@ -260,12 +273,13 @@ int weft_go_h2_serve_request(struct pt_regs *ctx)
 	struct go_key k = {.tgid = tgid, .id = ctx->bx};
 	struct go_h2_pending p = {.sc = ctx->ax};
 	struct span_ctx in = {};
-	if (!h2_served_span(ctx->cx, tgid, &id, &p.stream, &in, &p.span)) {
+	__u8 kind = h2_served_span(ctx->cx, tgid, &id, &p.stream, &in, &p.span);
+	if (!kind) {
 		delete_present(&go_h2_pending, &k);
 		return 0;
 	}
 	bpf_map_update_elem(&go_h2_pending, &k, &p, BPF_ANY);
-	emit_h2_serve(tgid, &id, p.stream, &p.span, in.span_id);
+	emit_h2_serve(tgid, &id, p.stream, &p.span, in.span_id, kind);
 	return 0;
 }
 

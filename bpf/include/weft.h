@@ -19,7 +19,9 @@ enum weft_event_kind {
 	                       * for the request parent_id of trace_id (h2claim.h) */
 	WEFT_EV_H2_SERVE = 8, /* the HTTP/2 server stream h2_stream of the connection goroutine
 	                       * goid reads (or sock_id, its creator, read first) is span
-	                       * span_id of trace_id under parent_id (h2serve.h) */
+	                       * span_id of trace_id under parent_id (h2serve.h); ctx_kind
+	                       * WEFT_CTX_H2_STREAM when parent_id is its client span,
+	                       * of this host (h2link.h) */
 	WEFT_EV_FORK = 9, /* traced process tid forked process pid, which does not
 	                   * share its parent's per-process uprobes */
 };
@@ -35,7 +37,8 @@ enum weft_ctx_kind {
 	WEFT_CTX_H2_STREAM = 4, /* this sent HTTP/2 segment is the write of the
 	                         * goroutine that began stream h2_stream's HEADERS
 	                         * for a request: span parent_id of trace_id
-	                         * (h2claim.h); span_id is not set */
+	                         * (h2claim.h); span_id, when set, is the stream's
+	                         * span, decided for its server end (h2link.h) */
 };
 
 /* What an event's payload is. */

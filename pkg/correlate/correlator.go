@@ -117,6 +117,10 @@ type Stats struct {
 	// gave a new trace (and their handler), on connections whose client
 	// weft does not follow on this host (h2serve.go).
 	H2ServedNew atomic.Uint64
+	// H2ServedLinked: server streams that the kernel put (with their
+	// handler) under their client span of this host, which it decided
+	// for them (bpf/include/h2link.h); H2Linked counts them too.
+	H2ServedLinked atomic.Uint64
 
 	mu     sync.Mutex
 	byKind httpparse.ErrorCounts // parse errors by reason
@@ -146,6 +150,7 @@ func (s *Stats) Snapshot() map[string]uint64 {
 		"h2_streams_linked":          s.H2Linked.Load(),
 		"h2_served_unmatched":        s.H2ServedUnmatched.Load(),
 		"h2_served_new":              s.H2ServedNew.Load(),
+		"h2_served_linked":           s.H2ServedLinked.Load(),
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

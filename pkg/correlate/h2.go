@@ -145,9 +145,10 @@ func (c *Correlator) loseH2(cn *conn, ts uint64, why error) {
 // openStreams decides the client spans of the streams a write opened:
 // under the traceparent the application sent, else under the request
 // the kernel says the write was made for (CtxH2Stream, or a claim its
-// goroutine left for the stream: h2claims.go), else in a trace of their
-// own. The ids are decided now, not when the stream ends, so that the
-// server's end of the connection can take them (h2link.go).
+// goroutine left for the stream: h2claims.go), with the span id the
+// kernel decided for a server end on this host if it did, else in a
+// trace of their own. The ids are decided now, not when the stream ends,
+// so that the server's end of the connection can take them (h2link.go).
 func (c *Correlator) openStreams(hc *h2conn, ev *event.Event) {
 	claimed := ev.Ctx == event.CtxH2Stream
 	for _, x := range hc.c.Opened() {
@@ -158,11 +159,19 @@ func (c *Correlator) openStreams(hc *h2conn, ev *event.Event) {
 		}
 		left, isLeft := c.takeH2Claim(ev, x.StreamID)
 		if trace, parent, flags, ok := httpparse.ParseTraceParent(x.Traceparent); ok {
+			// The server end takes this traceparent, not a span the
+			// kernel may have decided.
 			ids.trace, ids.parent, ids.flags = trace, parent, flags
 		} else if mine {
 			ids.trace, ids.parent, ids.flags = ev.TraceID, ev.ParentID, ev.TraceFlags
+			if ev.SpanID != ([8]byte{}) {
+				ids.span = ev.SpanID
+			}
 		} else if isLeft && left.trace != (spans.TraceID{}) {
 			ids.trace, ids.parent, ids.flags = left.trace, left.parent, left.flags
+			if left.span.IsValid() {
+				ids.span = left.span
+			}
 		} else { // no claim, or one that names no request
 			ids.trace = c.ids.traceID()
 			ids.flags = c.opts.Sampler.Flags(ids.trace)

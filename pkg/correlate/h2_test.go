@@ -236,14 +236,21 @@ func TestH2IdleKept(t *testing.T) {
 // h2claimed feeds a client write that carries the parent of stream (the
 // kernel's CtxH2Stream).
 func (r *rec) h2claimed(conn uint64, ts uint64, payload string, stream uint32, trace [16]byte, parent [8]byte) {
+	r.h2claimedSpan(conn, ts, payload, stream, trace, parent, [8]byte{})
+}
+
+// h2claimedSpan is h2claimed with the span id the kernel decided for the
+// stream (for a server end on this host), if not zero.
+func (r *rec) h2claimedSpan(conn uint64, ts uint64, payload string, stream uint32, trace [16]byte, parent, span [8]byte) {
 	r.c.Handle(&event.Event{Kind: event.KindData, ConnID: conn, PID: 10, TID: 11, Key: 11, Dir: event.Egress, Time: ts,
 		Bytes: uint32(len(payload)), Payload: []byte(payload), Local: cliAddr, Remote: upAddr, Capture: event.CaptureH2,
-		Ctx: event.CtxH2Stream, TraceID: trace, ParentID: parent, TraceFlags: 1, H2Stream: stream})
+		Ctx: event.CtxH2Stream, TraceID: trace, ParentID: parent, SpanID: span, TraceFlags: 1, H2Stream: stream})
 }
 
 // Client streams take the parent their opening write carried, and only
 // that write's: a claim on a write that opened another stream, or none,
-// parents nothing (counted); an application's traceparent still wins.
+// parents nothing (counted); an application's traceparent still wins. A
+// span id the kernel decided (/one's) is the span's.
 func TestH2ClientStreamParents(t *testing.T) {
 	r := newRec(t, Options{})
 	req := newH2Copy(true)
@@ -255,7 +262,8 @@ func TestH2ClientStreamParents(t *testing.T) {
 	t3, p3 := [16]byte{3, 3}, [8]byte{3}
 	t5, p5 := [16]byte{5, 5}, [8]byte{5}
 	t7, p7 := [16]byte{7, 7}, [8]byte{7}
-	r.h2claimed(100, 2*ms, get(1, "/one"), 1, t1, p1)
+	s1 := [8]byte{0x51}
+	r.h2claimedSpan(100, 2*ms, get(1, "/one"), 1, t1, p1, s1)
 	r.h2claimed(100, 3*ms, get(3, "/three"), 3, t3, p3)
 	r.h2claimed(100, 4*ms, get(5, "/five"), 9, t5, p5)                // names a stream it did not open
 	r.h2claimed(100, 5*ms, string(req.data(3, true, 0).b), 7, t7, p7) // opens none
@@ -283,6 +291,12 @@ func TestH2ClientStreamParents(t *testing.T) {
 			t.Errorf("%s: trace %s parent %s, want its claim's", path, s.TraceID, s.ParentID)
 		}
 	}
+	if s := byPath["/one"]; s.SpanID != s1 {
+		t.Errorf("/one: span %s, want the kernel's %x", s.SpanID, s1)
+	}
+	if s := byPath["/three"]; !s.SpanID.IsValid() || s.SpanID == s1 {
+		t.Errorf("/three: span %s, want one of its own", s.SpanID)
+	}
 	for _, path := range []string{"/five", "/seven"} {
 		if s := byPath[path]; s.ParentID.IsValid() || s.TraceID == t5 || s.TraceID == t7 {
 			t.Errorf("%s: trace %s parent %s, want a trace of its own", path, s.TraceID, s.ParentID)
@@ -303,9 +317,10 @@ func TestH2ClientStreamParents(t *testing.T) {
 // came is counted once it expires.
 func TestH2ClaimsOfAWriterGoroutine(t *testing.T) {
 	r := newRec(t, Options{})
+	var span [8]byte // the kernel's span id for the stream, if not zero
 	claim := func(pid uint32, goroutine uint64, stream uint32, ts uint64, trace [16]byte, parent [8]byte) {
 		r.c.Handle(&event.Event{Kind: event.KindH2Claim, PID: pid, TID: 11, Time: ts, Goroutine: goroutine,
-			H2Stream: stream, TraceID: trace, ParentID: parent, TraceFlags: 1})
+			H2Stream: stream, TraceID: trace, ParentID: parent, SpanID: span, TraceFlags: 1})
 	}
 	write := func(goroutine uint64, ts uint64, payload string) {
 		r.c.Handle(&event.Event{Kind: event.KindData, ConnID: 100, PID: 10, TID: 12, Key: 12, Dir: event.Egress, Time: ts,
@@ -320,7 +335,10 @@ func TestH2ClaimsOfAWriterGoroutine(t *testing.T) {
 	t1, p1 := [16]byte{1, 1}, [8]byte{1}
 	t3, p3 := [16]byte{3, 3}, [8]byte{3}
 	t5, p5 := [16]byte{5, 5}, [8]byte{5}
+	s3 := [8]byte{0x53}
+	span = s3
 	claim(10, 7, 3, 2*ms, t3, p3)
+	span = [8]byte{}
 	claim(10, 7, 1, 2*ms, t1, p1)
 	claim(11, 7, 5, 2*ms, t5, p5) // another process's goroutine 7
 	claim(10, 8, 5, 2*ms, t5, p5) // another goroutine
@@ -343,6 +361,9 @@ func TestH2ClaimsOfAWriterGoroutine(t *testing.T) {
 		}{"/s.S/One": {t1, p1}, "/s.S/Three": {t3, p3}}[s.Path]
 		if ok && (s.TraceID != want.trace || s.ParentID != want.span) {
 			t.Errorf("%s: trace %s parent %s, want its claim's", s.Path, s.TraceID, s.ParentID)
+		}
+		if (s.Path == "/s.S/Three") != (s.SpanID == s3) {
+			t.Errorf("%s: span %s (the kernel decided %x for /s.S/Three only)", s.Path, s.SpanID, s3)
 		}
 		if !ok && (s.ParentID.IsValid() || s.TraceID == t5) {
 			t.Errorf("%s: trace %s parent %s, want a trace of its own", s.Path, s.TraceID, s.ParentID)

@@ -10,7 +10,9 @@ import (
 // goroutine, several streams in one write. The kernel reports each
 // stream's request before that write (event.KindH2Claim), naming the
 // loopy goroutine; the write carries the same goroutine id, and each
-// stream it opens takes its claim (openStreams).
+// stream it opens takes its claim (openStreams). A claim carries the
+// stream's span id when the kernel decided it, for a server end on this
+// host (bpf/include/h2link.h).
 
 type h2ClaimKey struct {
 	pid       uint32
@@ -51,7 +53,7 @@ func (c *Correlator) h2Claim(ev *event.Event) {
 		c.stats.H2ClaimsUnmatched.Add(1)
 	}
 	c.h2claims[k] = h2Claim{
-		ids:   spanIDs{trace: ev.TraceID, parent: ev.ParentID, flags: ev.TraceFlags},
+		ids:   spanIDs{trace: ev.TraceID, span: ev.SpanID, parent: ev.ParentID, flags: ev.TraceFlags},
 		at:    ev.Time,
 		twice: twice,
 	}

@@ -17,7 +17,9 @@ import (
 // and buffers what came with them, before it starts the reader).
 //
 // A stream without traceparent gets its ids from the kernel too when its
-// connection's client is not followed on this host (no client span can
+// client on this host is a Go program, which decided its span for it
+// (bpf/include/h2link.h: the report then has kind CtxH2Stream), or when
+// its connection's client is not followed on this host (no client span can
 // be its parent, h2link.go): once user space has seen a read of such a
 // connection, it marks the reading goroutine, and the goroutine that
 // created it while that one created no other connection's reader, fresh
@@ -147,8 +149,12 @@ func (c *Correlator) h2Serve(ev *event.Event) {
 	if cn.h2.served == nil {
 		cn.h2.served = map[uint32]spanIDs{}
 	}
-	if ev.ParentID == ([8]byte{}) {
+	switch {
+	case ev.ParentID == ([8]byte{}):
 		c.stats.H2ServedNew.Add(1)
+	case ev.Ctx == event.CtxH2Stream: // under its client's span
+		c.stats.H2ServedLinked.Add(1)
+		c.stats.H2Linked.Add(1)
 	}
 	cn.h2.served[ev.H2Stream] = spanIDs{trace: ev.TraceID, span: ev.SpanID, parent: ev.ParentID, flags: ev.TraceFlags}
 }

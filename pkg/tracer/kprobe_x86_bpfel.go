@@ -139,8 +139,24 @@ type kprobeGrpcItemKey struct {
 type kprobeH2Claim struct {
 	_      structs.HostLayout
 	Parent kprobeSpanCtx
+	Conn   uint64
+	Span   [8]uint8
 	Stream uint32
 	Pad    uint32
+}
+
+type kprobeH2ClientConn struct {
+	_     structs.HostLayout
+	Sk    uint64
+	Conn  kprobeH2ConnKey
+	State uint8
+	Pad   [7]uint8
+}
+
+type kprobeH2ConnKey struct {
+	_   structs.HostLayout
+	Pk  kprobePeerKey
+	Gen uint64
 }
 
 type kprobeH2Key struct {
@@ -148,6 +164,13 @@ type kprobeH2Key struct {
 	Sock uint64
 	Dir  uint8
 	Pad  [7]uint8
+}
+
+type kprobeH2StreamKey struct {
+	_      structs.HostLayout
+	Conn   kprobeH2ConnKey
+	Stream uint32
+	Pad    uint32
 }
 
 type kprobeH2Walk struct {
@@ -313,6 +336,13 @@ type kprobeTlsLink struct {
 	Pad       [5]uint8
 }
 
+type kprobeTracedClient struct {
+	_      structs.HostLayout
+	Gen    uint64
+	Linked uint8
+	Pad    [7]uint8
+}
+
 type kprobeTracesCtx struct {
 	_       structs.HostLayout
 	TraceId [16]uint8
@@ -336,6 +366,7 @@ const (
 	kprobeMapGoCreating              = "go_creating"
 	kprobeMapGoH2Fresh               = "go_h2_fresh"
 	kprobeMapGoH2Handoff             = "go_h2_handoff"
+	kprobeMapGoH2Peers               = "go_h2_peers"
 	kprobeMapGoH2Pending             = "go_h2_pending"
 	kprobeMapGoRoute                 = "go_route"
 	kprobeMapGoSender                = "go_sender"
@@ -343,6 +374,9 @@ const (
 	kprobeMapGrpcFieldsBuf           = "grpc_fields_buf"
 	kprobeMapGrpcItems               = "grpc_items"
 	kprobeMapH2Claims                = "h2_claims"
+	kprobeMapH2ClientConns           = "h2_client_conns"
+	kprobeMapH2ClientSocks           = "h2_client_socks"
+	kprobeMapH2ClientSpans           = "h2_client_spans"
 	kprobeMapH2Conns                 = "h2_conns"
 	kprobeMapH2PrefaceCreators       = "h2_preface_creators"
 	kprobeMapInflightBpfSend         = "inflight_bpf_send"
@@ -553,6 +587,7 @@ type kprobeMapSpecs struct {
 	GoCreating        *ebpf.MapSpec `ebpf:"go_creating"`
 	GoH2Fresh         *ebpf.MapSpec `ebpf:"go_h2_fresh"`
 	GoH2Handoff       *ebpf.MapSpec `ebpf:"go_h2_handoff"`
+	GoH2Peers         *ebpf.MapSpec `ebpf:"go_h2_peers"`
 	GoH2Pending       *ebpf.MapSpec `ebpf:"go_h2_pending"`
 	GoRoute           *ebpf.MapSpec `ebpf:"go_route"`
 	GoSender          *ebpf.MapSpec `ebpf:"go_sender"`
@@ -560,6 +595,9 @@ type kprobeMapSpecs struct {
 	GrpcFieldsBuf     *ebpf.MapSpec `ebpf:"grpc_fields_buf"`
 	GrpcItems         *ebpf.MapSpec `ebpf:"grpc_items"`
 	H2Claims          *ebpf.MapSpec `ebpf:"h2_claims"`
+	H2ClientConns     *ebpf.MapSpec `ebpf:"h2_client_conns"`
+	H2ClientSocks     *ebpf.MapSpec `ebpf:"h2_client_socks"`
+	H2ClientSpans     *ebpf.MapSpec `ebpf:"h2_client_spans"`
 	H2Conns           *ebpf.MapSpec `ebpf:"h2_conns"`
 	H2PrefaceCreators *ebpf.MapSpec `ebpf:"h2_preface_creators"`
 	InflightBpfSend   *ebpf.MapSpec `ebpf:"inflight_bpf_send"`
@@ -660,6 +698,7 @@ type kprobeMaps struct {
 	GoCreating        *ebpf.Map `ebpf:"go_creating"`
 	GoH2Fresh         *ebpf.Map `ebpf:"go_h2_fresh"`
 	GoH2Handoff       *ebpf.Map `ebpf:"go_h2_handoff"`
+	GoH2Peers         *ebpf.Map `ebpf:"go_h2_peers"`
 	GoH2Pending       *ebpf.Map `ebpf:"go_h2_pending"`
 	GoRoute           *ebpf.Map `ebpf:"go_route"`
 	GoSender          *ebpf.Map `ebpf:"go_sender"`
@@ -667,6 +706,9 @@ type kprobeMaps struct {
 	GrpcFieldsBuf     *ebpf.Map `ebpf:"grpc_fields_buf"`
 	GrpcItems         *ebpf.Map `ebpf:"grpc_items"`
 	H2Claims          *ebpf.Map `ebpf:"h2_claims"`
+	H2ClientConns     *ebpf.Map `ebpf:"h2_client_conns"`
+	H2ClientSocks     *ebpf.Map `ebpf:"h2_client_socks"`
+	H2ClientSpans     *ebpf.Map `ebpf:"h2_client_spans"`
 	H2Conns           *ebpf.Map `ebpf:"h2_conns"`
 	H2PrefaceCreators *ebpf.Map `ebpf:"h2_preface_creators"`
 	InflightBpfSend   *ebpf.Map `ebpf:"inflight_bpf_send"`
@@ -722,6 +764,7 @@ func (m *kprobeMaps) Close() error {
 		m.GoCreating,
 		m.GoH2Fresh,
 		m.GoH2Handoff,
+		m.GoH2Peers,
 		m.GoH2Pending,
 		m.GoRoute,
 		m.GoSender,
@@ -729,6 +772,9 @@ func (m *kprobeMaps) Close() error {
 		m.GrpcFieldsBuf,
 		m.GrpcItems,
 		m.H2Claims,
+		m.H2ClientConns,
+		m.H2ClientSocks,
+		m.H2ClientSpans,
 		m.H2Conns,
 		m.H2PrefaceCreators,
 		m.InflightBpfSend,

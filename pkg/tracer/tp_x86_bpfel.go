@@ -139,8 +139,24 @@ type tpGrpcItemKey struct {
 type tpH2Claim struct {
 	_      structs.HostLayout
 	Parent tpSpanCtx
+	Conn   uint64
+	Span   [8]uint8
 	Stream uint32
 	Pad    uint32
+}
+
+type tpH2ClientConn struct {
+	_     structs.HostLayout
+	Sk    uint64
+	Conn  tpH2ConnKey
+	State uint8
+	Pad   [7]uint8
+}
+
+type tpH2ConnKey struct {
+	_   structs.HostLayout
+	Pk  tpPeerKey
+	Gen uint64
 }
 
 type tpH2Key struct {
@@ -148,6 +164,13 @@ type tpH2Key struct {
 	Sock uint64
 	Dir  uint8
 	Pad  [7]uint8
+}
+
+type tpH2StreamKey struct {
+	_      structs.HostLayout
+	Conn   tpH2ConnKey
+	Stream uint32
+	Pad    uint32
 }
 
 type tpH2Walk struct {
@@ -315,6 +338,13 @@ type tpTlsLink struct {
 	Pad       [5]uint8
 }
 
+type tpTracedClient struct {
+	_      structs.HostLayout
+	Gen    uint64
+	Linked uint8
+	Pad    [7]uint8
+}
+
 type tpTracesCtx struct {
 	_       structs.HostLayout
 	TraceId [16]uint8
@@ -418,6 +448,7 @@ const (
 	tpMapGoCreating              = "go_creating"
 	tpMapGoH2Fresh               = "go_h2_fresh"
 	tpMapGoH2Handoff             = "go_h2_handoff"
+	tpMapGoH2Peers               = "go_h2_peers"
 	tpMapGoH2Pending             = "go_h2_pending"
 	tpMapGoRoute                 = "go_route"
 	tpMapGoSender                = "go_sender"
@@ -425,6 +456,9 @@ const (
 	tpMapGrpcFieldsBuf           = "grpc_fields_buf"
 	tpMapGrpcItems               = "grpc_items"
 	tpMapH2Claims                = "h2_claims"
+	tpMapH2ClientConns           = "h2_client_conns"
+	tpMapH2ClientSocks           = "h2_client_socks"
+	tpMapH2ClientSpans           = "h2_client_spans"
 	tpMapH2Conns                 = "h2_conns"
 	tpMapH2PrefaceCreators       = "h2_preface_creators"
 	tpMapInflightCalls           = "inflight_calls"
@@ -663,6 +697,7 @@ type tpMapSpecs struct {
 	GoCreating        *ebpf.MapSpec `ebpf:"go_creating"`
 	GoH2Fresh         *ebpf.MapSpec `ebpf:"go_h2_fresh"`
 	GoH2Handoff       *ebpf.MapSpec `ebpf:"go_h2_handoff"`
+	GoH2Peers         *ebpf.MapSpec `ebpf:"go_h2_peers"`
 	GoH2Pending       *ebpf.MapSpec `ebpf:"go_h2_pending"`
 	GoRoute           *ebpf.MapSpec `ebpf:"go_route"`
 	GoSender          *ebpf.MapSpec `ebpf:"go_sender"`
@@ -670,6 +705,9 @@ type tpMapSpecs struct {
 	GrpcFieldsBuf     *ebpf.MapSpec `ebpf:"grpc_fields_buf"`
 	GrpcItems         *ebpf.MapSpec `ebpf:"grpc_items"`
 	H2Claims          *ebpf.MapSpec `ebpf:"h2_claims"`
+	H2ClientConns     *ebpf.MapSpec `ebpf:"h2_client_conns"`
+	H2ClientSocks     *ebpf.MapSpec `ebpf:"h2_client_socks"`
+	H2ClientSpans     *ebpf.MapSpec `ebpf:"h2_client_spans"`
 	H2Conns           *ebpf.MapSpec `ebpf:"h2_conns"`
 	H2PrefaceCreators *ebpf.MapSpec `ebpf:"h2_preface_creators"`
 	InflightCalls     *ebpf.MapSpec `ebpf:"inflight_calls"`
@@ -768,6 +806,7 @@ type tpMaps struct {
 	GoCreating        *ebpf.Map `ebpf:"go_creating"`
 	GoH2Fresh         *ebpf.Map `ebpf:"go_h2_fresh"`
 	GoH2Handoff       *ebpf.Map `ebpf:"go_h2_handoff"`
+	GoH2Peers         *ebpf.Map `ebpf:"go_h2_peers"`
 	GoH2Pending       *ebpf.Map `ebpf:"go_h2_pending"`
 	GoRoute           *ebpf.Map `ebpf:"go_route"`
 	GoSender          *ebpf.Map `ebpf:"go_sender"`
@@ -775,6 +814,9 @@ type tpMaps struct {
 	GrpcFieldsBuf     *ebpf.Map `ebpf:"grpc_fields_buf"`
 	GrpcItems         *ebpf.Map `ebpf:"grpc_items"`
 	H2Claims          *ebpf.Map `ebpf:"h2_claims"`
+	H2ClientConns     *ebpf.Map `ebpf:"h2_client_conns"`
+	H2ClientSocks     *ebpf.Map `ebpf:"h2_client_socks"`
+	H2ClientSpans     *ebpf.Map `ebpf:"h2_client_spans"`
 	H2Conns           *ebpf.Map `ebpf:"h2_conns"`
 	H2PrefaceCreators *ebpf.Map `ebpf:"h2_preface_creators"`
 	InflightCalls     *ebpf.Map `ebpf:"inflight_calls"`
@@ -828,6 +870,7 @@ func (m *tpMaps) Close() error {
 		m.GoCreating,
 		m.GoH2Fresh,
 		m.GoH2Handoff,
+		m.GoH2Peers,
 		m.GoH2Pending,
 		m.GoRoute,
 		m.GoSender,
@@ -835,6 +878,9 @@ func (m *tpMaps) Close() error {
 		m.GrpcFieldsBuf,
 		m.GrpcItems,
 		m.H2Claims,
+		m.H2ClientConns,
+		m.H2ClientSocks,
+		m.H2ClientSpans,
 		m.H2Conns,
 		m.H2PrefaceCreators,
 		m.InflightCalls,
