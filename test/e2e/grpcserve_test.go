@@ -169,3 +169,131 @@ func checkHandlerParents(t *testing.T, got []span, n, midPid, backPid int, backA
 		t.Errorf("%d of %d calls with their three spans right; %d spans (want %d)", right, n, len(got), 3*n)
 	}
 }
+
+// A Go HTTP/2 server's handler serves the span of its stream when weft
+// follows the client on this host too (h2link.h): the client's kernel
+// side decides the stream's span before its HEADERS leave, and the
+// server's takes it where it decodes them. h2app's front (traced) serves
+// /req/<i> by calling a traced h2app server, whose handler GETs
+// /work/<i> from websrv: over gRPC (grpc-go 1.85 and 1.81, h2c and TLS)
+// and net/http's HTTP/2 (h2c and TLS), 300 requests at c32 on one
+// connection. The connection's first stream, a warm-up call, cannot be
+// decided (the client learns its connection's socket at its first write):
+// its server span is linked in user space, and its handler's GET is a
+// trace of its own, counted. Then every request is one chain of five
+// spans: the front's server span, its call, the server's span under the
+// call (linked in the kernel, counted), the handler's GET under that,
+// websrv's span under the GET; 1500 spans, no other.
+func TestH2HandlerParentsBothEndsTraced(t *testing.T) {
+	setup(t)
+	for _, c := range []struct {
+		name, bin, front, server string
+		tls                      bool
+	}{
+		{"grpc-1.85/h2c", bins.h2app, "-mode=grpc-front", "-mode=grpc-server", false},
+		{"grpc-1.85/tls", bins.h2app, "-mode=grpc-front", "-mode=grpc-server", true},
+		{"grpc-1.81/h2c", bins.h2appGRPC181, "-mode=grpc-front", "-mode=grpc-server", false},
+		{"net-http/h2c", bins.h2app, "-mode=h2-front -call-path=/req/", "-mode=h2c-server", false},
+		{"net-http/tls", bins.h2app, "-mode=h2-front -call-path=/req/", "-mode=https-server", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			const n = 300
+			rcv := otlptest.Start(t)
+			back, backAddr := startServer(t)
+			tls := "-tls=" + strconv.FormatBool(c.tls)
+			mid, midAddr := startListener(t, exec.Command(c.bin, c.server, tls, "-backend="+backAddr))
+			front, frontAddr := startListener(t, exec.Command(c.bin, append(strings.Fields(c.front), tls, "-addr="+midAddr)...))
+			w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d,%d", front.Pid(), mid.Pid(), back.Pid()))
+			get(t, "http://"+frontAddr+"/req/0")
+			collectSpans(t, rcv, 5, 30*time.Second)
+			m0, err := w.Metrics()
+			if err != nil {
+				t.Fatal(err)
+			}
+			rcv.Reset()
+			numberedLoad(t, "http://"+frontAddr+"/req/", n, 32)
+			got := collectSpans(t, rcv, 5*n, 60*time.Second)
+			right := checkBothEndsChains(t, got, n, front.Pid(), mid.Pid(), back.Pid())
+			if right != n || len(got) != 5*n {
+				t.Errorf("%d of %d requests with their five spans right; %d spans (want %d)", right, n, len(got), 5*n)
+			}
+			m, err := w.Metrics()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m0["spans_client_root"] != 1 || m["spans_client_root"] != 1 || m["h2_served_linked"] != n ||
+				m["h2_streams_linked"] != n+1 || m["h2_served_unmatched"] != 0 || m["h2_served_new"] != 0 ||
+				m["h2_streams_lost"] != 0 || m["parent_refused_ended"] != 0 {
+				t.Errorf("client spans without parent %d after the warm-up, %d in all (want 1: the warm-up's GET); served streams linked in the kernel %d (want %d), linked %d (want %d), unmatched %d, new %d; streams lost %d, parents refused as ended %d",
+					m0["spans_client_root"], m["spans_client_root"], m["h2_served_linked"], n, m["h2_streams_linked"], n+1,
+					m["h2_served_unmatched"], m["h2_served_new"], m["h2_streams_lost"], m["parent_refused_ended"])
+			}
+		})
+	}
+}
+
+// checkBothEndsChains counts the requests 1..n whose five spans are one
+// chain (TestH2HandlerParentsBothEndsTraced), reporting any other span.
+func checkBothEndsChains(t *testing.T, got []span, n, frontPid, midPid, backPid int) int {
+	t.Helper()
+	const (
+		frontServer = iota
+		frontCall
+		midServer
+		midGet
+		backServer
+	)
+	chains := map[int]*[5]span{}
+	for _, s := range got {
+		pid := s.res["process.pid"]
+		role, num := -1, ""
+		call := fmt.Sprint(s.attrs["url.path"])
+		if m, ok := s.attrs["rpc.method"]; ok {
+			call = "/req/" + strings.TrimPrefix(fmt.Sprint(m), "Call")
+		}
+		switch {
+		case pid == int64(frontPid) && s.kind == tracepb.Span_SPAN_KIND_SERVER:
+			role, num = frontServer, strings.TrimPrefix(call, "/req/")
+		case pid == int64(frontPid) && s.kind == tracepb.Span_SPAN_KIND_CLIENT:
+			role, num = frontCall, strings.TrimPrefix(call, "/req/")
+		case pid == int64(midPid) && s.kind == tracepb.Span_SPAN_KIND_SERVER:
+			role, num = midServer, strings.TrimPrefix(call, "/req/")
+		case pid == int64(midPid) && s.kind == tracepb.Span_SPAN_KIND_CLIENT:
+			role, num = midGet, strings.TrimPrefix(call, "/work/")
+		case pid == int64(backPid) && s.kind == tracepb.Span_SPAN_KIND_SERVER:
+			role, num = backServer, strings.TrimPrefix(call, "/work/")
+		}
+		i, err := strconv.Atoi(num)
+		if role < 0 || err != nil || i < 1 || i > n {
+			t.Errorf("unexpected span %s", s)
+			continue
+		}
+		c := chains[i]
+		if c == nil {
+			c = &[5]span{}
+			chains[i] = c
+		}
+		if c[role].id != "" {
+			t.Errorf("request %d: a second span %s", i, s)
+		}
+		c[role] = s
+	}
+	right := 0
+	for i := 1; i <= n; i++ {
+		c := chains[i]
+		if c == nil {
+			t.Errorf("request %d: no spans", i)
+			continue
+		}
+		ok := c[frontServer].id != "" && c[frontServer].parent == ""
+		for r := frontCall; ok && r <= backServer; r++ {
+			ok = c[r].id != "" && c[r].parent == c[r-1].id && c[r].trace == c[frontServer].trace
+		}
+		if !ok {
+			t.Errorf("request %d: not one chain: %s / %s / %s / %s / %s", i, c[0], c[1], c[2], c[3], c[4])
+			continue
+		}
+		right++
+	}
+	return right
+}

@@ -59,6 +59,7 @@ func main() {
 	atOnce := flag.Int("at-once", 32, "h2-traced-client: requests in flight at once")
 	maxStreams := flag.Uint("max-streams", 0, "h2c-upgrade-server: the streams a connection may have open at once (0: x/net's default)")
 	certOut := flag.String("cert-out", "", "grpc-server -tls: write the server's certificate (PEM) there, for clients to trust")
+	callPath := flag.String("call-path", "/work/", "h2-front: the path its calls of the backend begin with (/req/ has an h2app server call its own backend)")
 	flag.StringVar(&workBackend, "backend", "", "grpc-server, h2c-server, h2c-upgrade-server, https-server: the HTTP/1.1 server (host:port) each Call<n> or /req/<n> calls, GET /work/<n>, before it answers")
 	flag.Parse()
 	var err error
@@ -94,7 +95,7 @@ func main() {
 	case "h2-load":
 		err = load(*addr, h2Call)
 	case "h2-front":
-		err = h2Front(*addr, *useTLS)
+		err = h2Front(*addr, *callPath, *useTLS)
 	case "grpc-front":
 		err = grpcFront(*addr, *useTLS)
 	case "raw-front":
@@ -692,17 +693,17 @@ func loadRun(addr string, rate int, d time.Duration, dial func(string) (func() e
 // (h2c with prior knowledge, or TLS), so that the streams of many
 // requests interleave on it:
 //
-//	/req/N  waits 0-10 ms, then GETs <backend>/work/N
+//	/req/N  waits 0-10 ms, then GETs <backend>/work/N (-call-path: /work/)
 //	/fan/N  waits 0-10 ms, then GETs <backend>/work/N/a and /work/N/b
 //	        from two goroutines at once
-func h2Front(backend string, useTLS bool) error {
+func h2Front(backend, callPath string, useTLS bool) error {
 	var protos http.Protocols
 	tr := &http.Transport{MaxConnsPerHost: 1}
-	base := "http://" + backend + "/work/"
+	base := "http://" + backend + callPath
 	if useTLS {
 		protos.SetHTTP2(true)
 		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
-		base = "https://" + backend + "/work/"
+		base = "https://" + backend + callPath
 	} else {
 		protos.SetUnencryptedHTTP2(true)
 	}
@@ -719,7 +720,11 @@ func h2Front(backend string, useTLS bool) error {
 		}
 		defer resp.Body.Close()
 		io.Copy(io.Discard, resp.Body)
-		if resp.StatusCode != http.StatusOK || resp.ProtoMajor != 2 {
+		want := http.StatusOK
+		if i, err := strconv.Atoi(n); err == nil && callPath == "/req/" {
+			want = statusOf(i) // an h2app server's answer to /req/<i>
+		}
+		if resp.StatusCode != want || resp.ProtoMajor != 2 {
 			return fmt.Errorf("%s: %s %s", url, resp.Proto, resp.Status)
 		}
 		return nil
