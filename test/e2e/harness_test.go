@@ -318,6 +318,14 @@ func curl(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-func dialTCP(port int) (net.Conn, error) {
-	return net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+// listening reports whether a connection to port succeeds, and closes it:
+// a connection left open holds the server (an nginx worker waits out its
+// client_header_timeout before a reload lets it exit).
+func listening(port int) bool {
+	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }

@@ -341,8 +341,7 @@ func startNginx(t *testing.T, workers, backend string) (*proc, []int, string) {
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
 		kids := childPIDs(p.Pid())
-		if c, err := dialTCP(port); err == nil && len(kids) == want {
-			c.Close()
+		if listening(port) && len(kids) == want {
 			return p, kids, addr
 		}
 		if !p.Alive() {

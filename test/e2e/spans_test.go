@@ -278,8 +278,7 @@ func waitListening(t *testing.T, port int) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
-		if c, err := dialTCP(port); err == nil {
-			c.Close()
+		if listening(port) {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)

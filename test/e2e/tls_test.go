@@ -65,8 +65,7 @@ func startNginxTLS(t *testing.T, backend, listenOpts string) (*proc, []int, stri
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
 		kids := childPIDs(p.Pid())
-		if c, err := dialTCP(port); err == nil && len(kids) == 2 {
-			c.Close()
+		if listening(port) && len(kids) == 2 {
 			return p, kids, fmt.Sprintf("127.0.0.1:%d", port)
 		}
 		if !p.Alive() {
