@@ -403,14 +403,19 @@ func childPIDs(pid int) []int {
 // nginx: each upstream request under the downstream request it proxies,
 // on fresh upstream connections and from a keepalive pool, with one worker
 // and with one per CPU; the backend waits 0-10 ms so that a worker holds
-// many requests at once.
+// many requests at once. The workers of one per CPU are those a reload
+// started after weft attached: forked by the master, they need hooks of
+// their own (uprobes are per process).
 func TestNginxParents(t *testing.T) {
 	setup(t)
-	for _, workers := range []string{"1", "auto"} {
-		t.Run("workers="+workers, func(t *testing.T) {
+	for _, c := range []struct {
+		name, workers string
+		reload        bool
+	}{{"workers=1", "1", false}, {"workers=auto,reloaded", "auto", true}} {
+		t.Run(c.name, func(t *testing.T) {
 			rcv := otlptest.Start(t)
 			backend, backAddr := startServer(t, "-mode=nethttp")
-			master, kids, addr := startNginx(t, workers, backAddr)
+			master, kids, addr := startNginx(t, c.workers, backAddr)
 			pids := []string{strconv.Itoa(master.Pid()), strconv.Itoa(backend.Pid())}
 			for _, k := range kids {
 				pids = append(pids, strconv.Itoa(k))
@@ -421,9 +426,10 @@ func TestNginxParents(t *testing.T) {
 					t.Logf("weft:\n%s", w.Output())
 				}
 			}()
-			if !strings.Contains(w.Output(), "nginx: upstream requests tied") {
-				t.Fatalf("nginx's upstream hooks not attached:\n%s", w.Output())
+			if c.reload {
+				kids = reloadNginx(t, master, kids)
 			}
+			waitWorkerHooks(t, w, kids, `nginx: upstream requests tied`)
 			const n = 300
 			for _, ep := range []string{"/req/", "/ka/"} {
 				rcv.Reset()
