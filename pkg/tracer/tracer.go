@@ -187,7 +187,7 @@ func load(opts Options, replace map[string]*ebpf.Map) (*ebpf.Collection, *ebpf.C
 	if err := dropDisabled(spec, opts); err != nil {
 		return nil, nil, fmt.Errorf("load %s programs: %w", opts.Path, err)
 	}
-	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: replace})
+	coll, err := newCollection(spec, replace)
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
