@@ -8,6 +8,10 @@ echo "## What weft costs a process it does not trace: 1-byte write(2)s, weft off
 echo
 go run ./test/bench -untraced-write -rounds 8 -modes off,on,syscalls
 echo
+echo "## Start-up: exec to ready (programs verified and attached, one Go server set up)"
+echo
+go run ./test/bench -startup -rounds 10 -modes on "$@"
+echo
 echo "## Fixed load: 3000 requests/s for 15 s per run, 5 rounds of off / the syscall-tracepoint path / on"
 echo
 go run ./test/bench -rate 3000 -rounds 5 -modes off,syscalls,on "$@"

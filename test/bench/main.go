@@ -85,6 +85,10 @@ func main() {
 		runUntracedWrite()
 		return
 	}
+	if *startup {
+		runStartup()
+		return
+	}
 	if *goroutineCost {
 		runGoroutineCost()
 		return
@@ -444,13 +448,14 @@ func scrape(url string) map[string]uint64 {
 	return m
 }
 
+// waitHTTP polls often enough for -startup's figure to be the start-up's.
 func waitHTTP(url string) {
-	for i := 0; i < 300; i++ {
+	for i := 0; i < 3000; i++ {
 		if resp, err := http.Get(url); err == nil {
 			resp.Body.Close()
 			return
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
 	log.Fatalf("weft did not come up (%s)", url)
 }
