@@ -33,16 +33,5 @@ func runStartup() {
 		}
 	}
 	fmt.Printf("weft's start-up, exec to metrics endpoint, %d rounds; mean ± standard error:\n\n", *rounds)
-	fmt.Println("| mode | ms | vs " + order[0] + ", ratio paired by round |")
-	fmt.Println("|---|---|---|")
-	for _, m := range order {
-		mean, se := meanSE(perMode[m])
-		var ratio []float64
-		for i, v := range perMode[m] {
-			ratio = append(ratio, v/perMode[order[0]][i])
-		}
-		rm, rse := meanSE(ratio)
-		fmt.Printf("| %s | %.0f ± %.0f | %.3f ± %.3f |\n", m, mean, se, rm, rse)
-	}
-	fmt.Println()
+	printRatios("ms", "%.0f", order, perMode)
 }

@@ -42,18 +42,7 @@ func runUntracedWrite() {
 		}
 	}
 	fmt.Printf("%d one-byte writes to /dev/null per run by a process weft does not trace, %d rounds; mean ± standard error:\n\n", *untracedWrites, *rounds)
-	fmt.Println("| mode | ns per write | vs " + order[0] + ", ratio paired by round |")
-	fmt.Println("|---|---|---|")
-	for _, m := range order {
-		mean, se := meanSE(perMode[m])
-		var ratio []float64
-		for i, v := range perMode[m] {
-			ratio = append(ratio, v/perMode[order[0]][i])
-		}
-		rm, rse := meanSE(ratio)
-		fmt.Printf("| %s | %.1f ± %.1f | %.3f ± %.3f |\n", m, mean, se, rm, rse)
-	}
-	fmt.Println()
+	printRatios("ns per write", "%.1f", order, perMode)
 }
 
 func untracedOnce(mode string, serverPid int, otlp string, fd uintptr) float64 {
