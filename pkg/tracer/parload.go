@@ -12,11 +12,17 @@ import (
 	"github.com/cilium/ebpf/btf"
 )
 
+// maxLoadGroups bounds the groups: each keeps its own copy of the
+// object's BTF in the kernel, and past a few the largest program alone
+// sets the time.
+const maxLoadGroups = 4
+
 // newCollection loads spec as ebpf.NewCollectionWithOptions does, but
-// verifies its programs side by side, a group per CPU: verification is
-// most of weft's start-up (a few programs inline the whole data path),
-// and the kernel runs a privileged load's verifier without a global lock.
-// The maps are created first, once; every group links against them.
+// verifies its programs side by side, a group per CPU (up to
+// maxLoadGroups): verification is most of weft's start-up (a few programs
+// inline the whole data path), and the kernel runs a privileged load's
+// verifier without a global lock. The maps are created first, once;
+// every group links against them.
 func newCollection(spec *ebpf.CollectionSpec, replace map[string]*ebpf.Map) (*ebpf.Collection, error) {
 	cache := btf.NewCache()
 	mapsOnly := spec.Copy()
@@ -26,7 +32,7 @@ func newCollection(spec *ebpf.CollectionSpec, replace map[string]*ebpf.Map) (*eb
 		return nil, fmt.Errorf("create maps: %w", err)
 	}
 	coll.Programs = map[string]*ebpf.Program{}
-	groups := programGroups(spec, runtime.NumCPU())
+	groups := programGroups(spec, min(runtime.NumCPU(), maxLoadGroups))
 	loaded := make([]*ebpf.Collection, len(groups))
 	errs := make([]error, len(groups))
 	var wg sync.WaitGroup
