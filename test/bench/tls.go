@@ -16,7 +16,7 @@ import (
 	"github.com/weftdev/weft/test/testcert"
 )
 
-var tlsServers = flag.String("tls-servers", "nginx,go,node", "with -tls: which of the servers to load, in order")
+var tlsServers = flag.String("tls-servers", "nginx,go,node", "with -tls: which of the servers to load, in order (go-plain: the Go server's binary and handler over plaintext HTTP/1.1, for comparison)")
 
 var tlsBench = flag.Bool("tls", false, "benchmark HTTPS (TLS capture by uprobes): nginx terminating TLS in front of a Go backend, a Go HTTPS server (h2app, stripped) and a Node.js HTTPS server (memory BIOs), each loaded over HTTPS/1.1 with keep-alive at -rate (default 1000/s): CPU per request of the traced processes across -modes (notls: weft with --tls=off)")
 
@@ -97,6 +97,8 @@ func runTLSBench() {
 	workers := waitNginx(nginx.Process.Pid, naddr)
 	goSrv, gaddr := startServer(h2Bin, "-mode=https-server")
 	defer goSrv.Process.Kill()
+	plainSrv, paddr := startServer(h2Bin, "-mode=h2c-server") // HTTP/1.1 too
+	defer plainSrv.Process.Kill()
 	script := filepath.Join(dir, "server.js")
 	check(os.WriteFile(script, []byte(nodeHTTPSServer), 0o644))
 	nodeSrv, nodeAddr := startServer("node", script, cert, key)
@@ -110,12 +112,15 @@ func runTLSBench() {
 	}{
 		"nginx": {"nginx (TLS) → Go backend", "https://" + naddr + *urlPath, append([]int{nginx.Process.Pid, backend.Process.Pid}, workers...)},
 		"go":    {"Go HTTPS server (h2app, stripped)", "https://" + gaddr + "/req/0", []int{goSrv.Process.Pid}},
-		"node":  {"Node.js HTTPS server", "https://" + nodeAddr + "/", []int{nodeSrv.Process.Pid}},
+		// The same server and handler without TLS: what capture costs
+		// plaintext HTTP, the comparison for what TLS adds.
+		"go-plain": {"Go HTTP server (h2app, stripped; plaintext HTTP/1.1)", "http://" + paddr + "/req/0", []int{plainSrv.Process.Pid}},
+		"node":     {"Node.js HTTPS server", "https://" + nodeAddr + "/", []int{nodeSrv.Process.Pid}},
 	}
 	for _, name := range strings.Split(*tlsServers, ",") {
 		sc, ok := scenarios[name]
 		if !ok {
-			log.Fatalf("-tls-servers: no server %q (nginx, go, node)", name)
+			log.Fatalf("-tls-servers: no server %q (nginx, go, go-plain, node)", name)
 		}
 		openLoop(sc.url, *rate, 3*time.Second, *conns) // warm up
 		var runs []run
@@ -137,8 +142,11 @@ func waitNginx(master int, addr string) []int {
 	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", master, master))
 		kids := strings.Fields(string(b))
-		if c, err := net.Dial("tcp", addr); err == nil && len(kids) > 0 {
-			c.Close()
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close() // an open, silent connection would hold a worker
+		}
+		if err == nil && len(kids) > 0 {
 			var out []int
 			for _, k := range kids {
 				n, _ := strconv.Atoi(k)
