@@ -12,9 +12,10 @@
 #include "include/common.h"
 #include "include/sockfd.h"
 
-/* The programs that emit this object's data events (emit_data): one per
- * program type of their callers. A tp_btf program is loaded for one
- * tracepoint, whose arguments it could read: this one reads none. */
+/* The programs that emit this object's data events (emit_data), besides
+ * common.h's: one per program type of their callers. A tp_btf program is
+ * loaded for one tracepoint; sock_recv_length's program may enter this
+ * one too, the kernel finding the two tracepoints' prototypes the same. */
 EMIT_PROG_ARRAY(emit_sock_progs);
 EMIT_PROG_ARRAY(emit_exit_progs);
 

@@ -555,7 +555,7 @@ static __always_inline void emit_body(struct event_buf *e, struct sock *sk, __u8
 
 /* The data path's programs hand their events to one program per program
  * type (a tail call may only enter a program of its caller's type), which
- * inlines emit_body: the verifier walks its ~150,000 instructions once
+ * inlines emit_body: the verifier walks its ~170,000 instructions once
  * per type instead of once per program that sees a call. Each array holds
  * that program at index 0; user space fills it after the load. */
 #define EMIT_PROG_ARRAY(name)                             \
