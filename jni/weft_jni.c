@@ -6,10 +6,13 @@
  * id is a plain store that BPF reads at the thread's next socket event. A
  * registration also goes out as a note on a socket (weft_jni.h), for the
  * kernels where weft watches socket calls and no ioctl.
- * Natives here never allocate, block or log: they run on every hop of a
- * request, inside JDK and Netty internals. */
+ * Natives here never block or log, and allocate at most once per thread
+ * (its first registration's pthread_setspecific): they run on every hop
+ * of a request, inside JDK and Netty internals. */
 #include <errno.h>
 #include <jni.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -26,18 +29,60 @@ static __thread uint32_t registered_gen;
 /* Bumped by weft_refresh so that every thread registers again at its next
  * mount: covers a tracer that started after the threads registered. */
 static volatile uint32_t generation = 1;
+/* Registered slots, which a tracer started later reads (weft_jni.h). */
+__attribute__((visibility("default"))) struct weft_slot_table weft_slots;
+/* This thread's cell in weft_slots; NULL until claimed (or when full). */
+static __thread struct weft_slot_cell *slot_cell;
+/* Frees slot_cell when its thread ends: a tid the kernel hands out again
+ * must not find this thread's slot. */
+static pthread_key_t cell_key;
+static bool cell_key_made;
 /* Packets sent, for diagnostics and tests (rare in slot mode). */
 static volatile uint64_t packets;
 /* An AF_UNIX datagram socket never connected: notes sent on it fail at
  * once and go nowhere. -1 when it could not be made (notes are skipped). */
 static int note_fd = -1;
 
+static void free_cell(void *cell)
+{
+	struct weft_slot_cell *c = cell;
+	__atomic_store_n(&c->addr, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&c->tid, 0, __ATOMIC_RELEASE);
+}
+
 JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved)
 {
 	(void)vm;
 	(void)reserved;
 	note_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	cell_key_made = pthread_key_create(&cell_key, free_cell) == 0;
+	weft_slots.cells = WEFT_SLOT_CELLS;
+	__atomic_store_n(&weft_slots.magic, WEFT_SLOTS_MAGIC, __ATOMIC_RELEASE);
 	return JNI_VERSION_1_8;
+}
+
+/* Puts the calling thread's slot in weft_slots, once per thread: from the
+ * cell its tid hashes to, the first free one. A full table leaves the
+ * thread to its registrations alone. */
+static void claim_cell(void)
+{
+	if (slot_cell || !cell_key_made)
+		return;
+	int32_t tid = (int32_t)syscall(SYS_gettid);
+	for (uint32_t i = 0; i < WEFT_SLOT_CELLS; i++) {
+		struct weft_slot_cell *c = &weft_slots.cell[((uint32_t)tid + i) & (WEFT_SLOT_CELLS - 1)];
+		int32_t free_tid = 0;
+		if (__atomic_load_n(&c->tid, __ATOMIC_RELAXED) != 0 ||
+		    !__atomic_compare_exchange_n(&c->tid, &free_tid, tid, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			continue;
+		__atomic_store_n(&c->addr, (uint64_t)(uintptr_t)&slot, __ATOMIC_RELEASE);
+		if (pthread_setspecific(cell_key, c) != 0) {
+			free_cell(c); /* it could not be freed at exit: give it back */
+			return;
+		}
+		slot_cell = c;
+		return;
+	}
 }
 
 static void send_note(uint8_t op, uint64_t arg)
@@ -70,6 +115,7 @@ JNIEXPORT void JNICALL Java_dev_weft_agent_bootstrap_WeftNative_mount(JNIEnv *en
 	if (registered_gen != gen) {
 		int saved = errno;
 		registered_gen = gen;
+		claim_cell();
 		send_packet(WEFT_OP_SLOT, (uint64_t)(uintptr_t)&slot);
 		send_note(WEFT_OP_SLOT, (uint64_t)(uintptr_t)&slot);
 		errno = saved;

@@ -24,6 +24,26 @@ struct weft_note {
 	uint64_t arg;
 };
 
+/* Every thread's slot registration, kept in the library's memory for a
+ * tracer that starts after the threads registered: weft reads the table
+ * (symbol weft_slots) once when it begins to follow the process, instead
+ * of waiting for each thread to register again (pkg/tracer/slottable.go:
+ * same layout). A thread claims a cell at its first registration (tid
+ * first, then the address) and frees it when it ends (address first). */
+#define WEFT_SLOTS_MAGIC 0x31736677u /* "wfs1", little-endian */
+#define WEFT_SLOT_CELLS 4096         /* a power of two */
+struct weft_slot_cell {
+	int32_t tid;   /* 0: free */
+	uint32_t pad;
+	uint64_t addr; /* the thread's slot; 0 while claimed, not yet filled */
+};
+struct weft_slot_table {
+	uint32_t magic; /* WEFT_SLOTS_MAGIC once the library is loaded */
+	uint32_t cells; /* WEFT_SLOT_CELLS */
+	struct weft_slot_cell cell[WEFT_SLOT_CELLS];
+};
+_Static_assert(sizeof(struct weft_slot_table) == 8 + 16 * WEFT_SLOT_CELLS, "struct weft_slot_table is read by weft");
+
 #endif
 
 /* TLS plaintext the agent saw (weft_tls.c), one record for weft_tls_event,

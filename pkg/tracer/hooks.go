@@ -209,7 +209,11 @@ type objects struct {
 	SamplesBegun *ebpf.Map     `ebpf:"samples_begun"`
 	Stats        *ebpf.Map     `ebpf:"stats"`
 	TracesCtx    *ebpf.Map     `ebpf:"traces_ctx_v1"`
+	ThreadSlot   *ebpf.Map     `ebpf:"thread_slot"`
 	Sample       *ebpf.Program `ebpf:"weft_sample"`
+	// Set by BPF at a thread's first slot registration; by pullSlots
+	// for registrations made before weft started.
+	SlotsInUse *ebpf.Variable `ebpf:"slots_in_use"`
 }
 
 // runtimePrograms are the uprobes attached per process, loaded with

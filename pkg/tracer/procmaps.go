@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,9 @@ import (
 // entry, which opens the file even once it was unlinked.
 type mapping struct {
 	root, mapFile string
+	// start is where the mapping begins in the process, offset the file
+	// offset mapped there.
+	start, offset uint64
 }
 
 // findMapping is the first file in /proc/pid/maps whose base name matches;
@@ -31,7 +35,15 @@ func findMapping(pid int, match func(base string) bool) (m mapping, ok bool, err
 		// address perms offset dev inode path
 		fields := strings.Fields(sc.Text())
 		if len(fields) >= 6 && match(filepath.Base(fields[5])) {
-			return mapping{root: proc + "/root" + fields[5], mapFile: proc + "/map_files/" + fields[0]}, true, nil
+			m := mapping{root: proc + "/root" + fields[5], mapFile: proc + "/map_files/" + fields[0]}
+			start, _, _ := strings.Cut(fields[0], "-")
+			var err1, err2 error
+			m.start, err1 = strconv.ParseUint(start, 16, 64)
+			m.offset, err2 = strconv.ParseUint(fields[2], 16, 64)
+			if err := errors.Join(err1, err2); err != nil {
+				return mapping{}, false, fmt.Errorf("%s/maps: %q: %w", proc, sc.Text(), err)
+			}
+			return m, true, nil
 		}
 	}
 	if err := sc.Err(); err != nil {

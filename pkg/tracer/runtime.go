@@ -264,10 +264,24 @@ func (t *Tracer) setupRuntime(pid uint32) Correlation {
 	if t.tls.Ret != nil || t.tls.RetMulti != nil {
 		c.Reason += t.attachTLS(pid, c, plan)
 	}
+	pulled := 0
+	if c.Mode != ModeGo {
+		var err error
+		if pulled, err = t.pullSlots(pid); err != nil {
+			t.log.Warn("cannot read the Java agent's registered threads: they are followed from their next registration", "pid", pid, "err", err)
+		} else if pulled > 0 {
+			c.Reason += fmt.Sprintf("; %d threads registered before weft", pulled)
+		}
+	}
 	var cur tpProcInfo
-	if err := t.objs.ProcMode.Lookup(pid, &cur); err == nil && Mode(cur.Mode) == ModeAgent {
+	if err := t.objs.ProcMode.Lookup(pid, &cur); err == nil && Mode(cur.Mode) == ModeAgent || pulled > 0 {
 		// It speaks the mount protocol: the ids its agent mounts rule.
 		c = Correlation{Mode: ModeAgent, Reason: "an agent mounts request ids on its threads (" + c.Reason + ")"}
+		if Mode(cur.Mode) != ModeAgent {
+			if err := t.objs.ProcMode.Put(pid, c.infoKeeping(cur)); err != nil {
+				t.log.Warn("cannot set a process's correlation", "pid", pid, "err", err)
+			}
+		}
 	} else if err := t.objs.ProcMode.Put(pid, c.infoKeeping(cur)); err != nil {
 		t.log.Warn("cannot set a process's correlation", "pid", pid, "err", err)
 		c = Correlation{Mode: ModeUnknown, Reason: fmt.Sprintf("proc_mode map: %v", err)}

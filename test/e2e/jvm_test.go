@@ -300,11 +300,13 @@ func TestJVMAgentWholeTracesCIO(t *testing.T) {
 }
 
 // checkWholeTraces runs the frontend (environment env) and the backend with
-// the agent under weft and checks every Ktor endpoint and /shared.
+// the agent under weft and checks every Ktor endpoint and /shared. The
+// services start before weft, with the agent's re-registration off: the
+// threads that registered then are followed through the agent's table.
 func checkWholeTraces(t *testing.T, java string, env []string) {
 	t.Helper()
 	rcv := otlptest.Start(t)
-	agent := []string{"-javaagent:" + agentJar()}
+	agent := []string{"-javaagent:" + agentJar() + "=refresh=0"}
 	kt := startServices(t, java, "frontend", env, agent...)
 	startWeft(t, rcv, "--pid="+kt.pids())
 	warm(t, rcv, kt.front.url, "/direct", "/hop", "/parallel", "/shared")

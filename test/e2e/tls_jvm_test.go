@@ -122,7 +122,10 @@ func TestTLSJVM(t *testing.T) {
 // concurrency 32 per route, each with a traceparent of its own (trace
 // 0xabc000+i, span 0xdef000+i): every server span of request i in that
 // trace under that span, and the backend call it makes under it (and
-// websrv's span under the call).
+// websrv's span under the call). The JVM starts, and its threads that
+// serve the readiness check register, before weft does; with the agent's
+// re-registration off, weft follows those threads only by reading the
+// agent's table of registrations (pkg/tracer/slottable.go).
 func TestTLSJVMServers(t *testing.T) {
 	setup(t)
 	buildJava(t)
@@ -141,7 +144,7 @@ func TestTLSJVMServers(t *testing.T) {
 			front := startJVMJar(t, jdks[tc.jdk], "front", testAppJar("spring"),
 				[]string{"BACKEND_URL=http://" + backAddr, "WEB_STACK=" + tc.stack, "SERVER_SSL_ENABLED=true",
 					"SERVER_SSL_CERTIFICATE=file:" + cert, "SERVER_SSL_CERTIFICATEPRIVATEKEY=file:" + key},
-				"-javaagent:"+agentJar())
+				"-javaagent:"+agentJar()+"=refresh=0")
 			w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", front.Pid(), backend.Pid()))
 			loadRequests(t, func(i int64) *http.Request {
 				req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s%s%d", front.url, tc.route, i), nil)
