@@ -89,11 +89,11 @@ static __always_inline int leave(void *ctx, void *map, long ret, __u8 dir)
 	struct inflight *f = bpf_map_lookup_elem(map, &pid_tgid);
 	if (!f)
 		return 0;
-	if (ret > 0) {
-		struct user_buf ub = f->buf;
-		emit_data(ctx, (struct sock *)f->sk, dir, (__u32)ret, &ub, false, false);
-	}
+	struct user_buf ub = f->buf;
+	struct sock *sk = (struct sock *)f->sk;
 	bpf_map_delete_elem(map, &pid_tgid);
+	if (ret > 0)
+		emit_data(ctx, &emit_probe_progs, sk, dir, (__u32)ret, &ub, false, false);
 	return 0;
 }
 

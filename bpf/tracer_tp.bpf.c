@@ -12,6 +12,25 @@
 #include "include/common.h"
 #include "include/sockfd.h"
 
+/* The programs that emit this object's data events (emit_data), besides
+ * common.h's: one per program type of their callers. A tp_btf program is
+ * loaded for one tracepoint; sock_recv_length's program may enter this
+ * one too, the kernel finding the two tracepoints' prototypes the same. */
+EMIT_PROG_ARRAY(emit_sock_progs);
+EMIT_PROG_ARRAY(emit_exit_progs);
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(weft_emit_sock)
+{
+	return emit_stashed();
+}
+
+SEC("tracepoint")
+int weft_emit_exit(void *ctx)
+{
+	return emit_stashed();
+}
+
 /* ---- The syscall path. */
 
 enum call_kind {
@@ -69,12 +88,13 @@ static __always_inline int leave(struct trace_event_raw_sys_exit *ctx)
 	if (!f)
 		return 0;
 	long ret = ctx->ret;
-	if (f->sk && ret > 0 && !f->peek && (f->buf.iovcnt || f->buf.ptr)) {
-		struct user_buf ub = f->buf;
-		__u8 dir = f->kind == CALL_SEND ? WEFT_DIR_EGRESS : WEFT_DIR_INGRESS;
-		emit_data(ctx, (struct sock *)f->sk, dir, (__u32)ret, &ub, false, false);
-	}
+	bool emit = f->sk && ret > 0 && !f->peek && (f->buf.iovcnt || f->buf.ptr);
+	struct user_buf ub = f->buf;
+	struct sock *sk = (struct sock *)f->sk;
+	__u8 dir = f->kind == CALL_SEND ? WEFT_DIR_EGRESS : WEFT_DIR_INGRESS;
 	bpf_map_delete_elem(&inflight_calls, &pid_tgid);
+	if (emit)
+		emit_data(ctx, &emit_exit_progs, sk, dir, (__u32)ret, &ub, false, false);
 	return 0;
 }
 
@@ -289,7 +309,7 @@ static __always_inline int socket_call(void *ctx, struct sock *sk, int ret, int 
 		count(WEFT_STAT_CALL_UNREADABLE);
 		return 0;
 	}
-	emit_data(ctx, sk, send ? WEFT_DIR_EGRESS : WEFT_DIR_INGRESS, (__u32)ret, &ub, false, true);
+	emit_data(ctx, &emit_sock_progs, sk, send ? WEFT_DIR_EGRESS : WEFT_DIR_INGRESS, (__u32)ret, &ub, false, true);
 	return 0;
 }
 

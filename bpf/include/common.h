@@ -145,22 +145,6 @@ struct {
 /* Scratch space for building one event: too big for the BPF stack. The data
  * area is larger than the capture limit so that a masked offset plus a
  * masked length always stays inside it (the verifier needs both bounded). */
-struct event_buf {
-	struct event_header hdr;
-	__u8 data[3 * WEFT_MAX_CAPTURE];
-	/* The TLS link of the request this event starts (tlslink.h). */
-	struct span_ctx tls_link;
-	__u32 tls_linked;
-	__u32 _pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct event_buf);
-} scratch SEC(".maps");
-
 /* A user buffer: one iovec, or the array of iovecs. */
 struct user_buf {
 	__u64 ptr;    /* buffer address, or iovec array address */
@@ -169,6 +153,35 @@ struct user_buf {
 	__u32 iov_kernel; /* the iovec array is kernel memory: the copy the
 	                   * kernel made of the caller's (a kprobe's iov_iter) */
 };
+
+/* What a data event is made from, left by the program that saw the call
+ * for the one that emits it (emit_data). */
+struct emit_args {
+	struct user_buf ub;
+	__u64 sk;
+	__u32 bytes;
+	__u8 dir;
+	__u8 tls;   /* plaintext of a TLS call, not the socket's own bytes */
+	__u8 addrs; /* the caller filled the event's addresses */
+	__u8 _pad;
+};
+
+struct event_buf {
+	struct event_header hdr;
+	__u8 data[3 * WEFT_MAX_CAPTURE];
+	/* The TLS link of the request this event starts (tlslink.h). */
+	struct span_ctx tls_link;
+	__u32 tls_linked;
+	__u32 _pad;
+	struct emit_args args;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct event_buf);
+} scratch SEC(".maps");
 
 /* User space drains the ring buffer on a short timer, so producers do not
  * wake it for every event (a wakeup per event costs more than the event);
@@ -425,12 +438,12 @@ __noinline int trace_context(struct event_buf *e, __u32 n, __u64 pid_tgid, struc
 #include "h2link.h"
 #include "h2claim.h"
 
-/* Emits one data event: header plus the first capture_max bytes (or an
- * HTTP/2 connection's frames, h2walk.h). sk_btf: sk is a BTF pointer (the
- * socket tracepoints' argument), which the program may load from
- * directly. */
-static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u32 bytes, const struct user_buf *ub,
-				      bool tls, bool sk_btf)
+/* Emits one data event into scratch buffer e: header plus the first
+ * capture_max bytes (or an HTTP/2 connection's frames, h2walk.h). addrs:
+ * the caller filled the header's addresses already. Inlined once per
+ * program type, in the program emit_data tail-calls. */
+static __always_inline void emit_body(struct event_buf *e, struct sock *sk, __u8 dir, __u32 bytes,
+				      const struct user_buf *ub, bool tls, bool addrs)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	/* Looked up here for the socket path only: the TLS programs' frames
@@ -449,10 +462,6 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 	/* The plaintext of a TLS socket is another stream than its bytes on
 	 * the wire (a handshake outside the calls, say): keyed apart. */
 	__u64 sid = tls ? TLS_SOCK_KEY(sk) : (__u64)sk;
-	__u32 zero = 0;
-	struct event_buf *e = bpf_map_lookup_elem(&scratch, &zero);
-	if (!e)
-		return;
 	struct event_header *h = &e->hdr;
 	h->ts_ns = bpf_ktime_get_ns();
 	h->sock_id = (__u64)sk;
@@ -463,12 +472,11 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 	h->kind = WEFT_EV_DATA;
 	h->dir = dir;
 	h->tls = tls;
-	__builtin_memset(h->saddr, 0, sizeof(h->saddr));
-	__builtin_memset(h->daddr, 0, sizeof(h->daddr));
-	if (sk_btf)
-		fill_addrs_btf(h, sk);
-	else
+	if (!addrs) {
+		__builtin_memset(h->saddr, 0, sizeof(h->saddr));
+		__builtin_memset(h->daddr, 0, sizeof(h->daddr));
 		fill_addrs(h, sk);
+	}
 	/* Checked once the ports are in the event (no stack: emit_data's
 	 * frame is in every socket program, near older verifiers' limit). */
 	__u32 *marked = bpf_map_lookup_elem(&not_http_socks, &sid);
@@ -543,6 +551,78 @@ static __always_inline void emit_data(void *ctx, struct sock *sk, __u8 dir, __u3
 		track_new_sock(skey);
 	else if (h->gap)
 		*tracked &= ~gap_bit;
+}
+
+/* The data path's programs hand their events to one program per program
+ * type (a tail call may only enter a program of its caller's type), which
+ * inlines emit_body: the verifier walks its ~170,000 instructions once
+ * per type instead of once per program that sees a call. Each array holds
+ * that program at index 0; user space fills it after the load. */
+#define EMIT_PROG_ARRAY(name)                             \
+	struct {                                          \
+		__uint(type, BPF_MAP_TYPE_PROG_ARRAY);    \
+		__uint(max_entries, 1);                   \
+		__type(key, __u32);                       \
+		__type(value, __u32);                     \
+	} name SEC(".maps")
+
+/* kprobes, kretprobes and uprobes; uprobe_multi programs, whose attach
+ * type differs (the kernel requires a tail call's to match) */
+EMIT_PROG_ARRAY(emit_probe_progs);
+EMIT_PROG_ARRAY(emit_multi_progs);
+
+/* Emits one data event (emit_body) through the emitting program in
+ * progs, of the caller's type: the arguments wait in the scratch buffer,
+ * which only this CPU uses until the event is out. sk_btf: sk is a BTF
+ * pointer (the socket tracepoints' argument), whose addresses are loaded
+ * here, directly. Must be the caller's last act: a tail call does not
+ * return. */
+static __always_inline void emit_data(void *ctx, void *progs, struct sock *sk, __u8 dir, __u32 bytes,
+				      const struct user_buf *ub, bool tls, bool sk_btf)
+{
+	__u32 zero = 0;
+	struct event_buf *e = bpf_map_lookup_elem(&scratch, &zero);
+	if (!e)
+		return;
+	e->args.ub = *ub;
+	e->args.sk = (__u64)sk;
+	e->args.bytes = bytes;
+	e->args.dir = dir;
+	e->args.tls = tls;
+	e->args.addrs = sk_btf;
+	if (sk_btf) {
+		__builtin_memset(e->hdr.saddr, 0, sizeof(e->hdr.saddr));
+		__builtin_memset(e->hdr.daddr, 0, sizeof(e->hdr.daddr));
+		fill_addrs_btf(&e->hdr, sk);
+	}
+	bpf_tail_call(ctx, progs, 0);
+	count_drop(WEFT_STAT_LOST_EMIT);
+}
+
+/* The body of an emitting program: the event emit_data left. The
+ * buffer's description stays in the map: 6.1's verifier allows the
+ * program and its calls 512 bytes of stack together, and emit_body takes
+ * nearly all. */
+static __always_inline int emit_stashed(void)
+{
+	__u32 zero = 0;
+	struct event_buf *e = bpf_map_lookup_elem(&scratch, &zero);
+	if (!e)
+		return 0;
+	emit_body(e, (struct sock *)e->args.sk, e->args.dir, e->args.bytes, &e->args.ub, e->args.tls, e->args.addrs);
+	return 0;
+}
+
+SEC("kprobe")
+int weft_emit_probe(struct pt_regs *ctx)
+{
+	return emit_stashed();
+}
+
+SEC("uprobe.multi")
+int weft_emit_multi(struct pt_regs *ctx)
+{
+	return emit_stashed();
 }
 
 /* wake: BPF_RB_FORCE_WAKEUP for what user space must act on at once

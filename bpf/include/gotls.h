@@ -32,7 +32,7 @@ enum go_tls_probe {
 #define GO_TLS_AT_CHECK 0x200 /* cookie bit: the probe is the stack check's JBE */
 #define TLS_RECORD_APPLICATION_DATA 23
 
-static __always_inline int go_tls(struct pt_regs *ctx)
+static __always_inline int go_tls(struct pt_regs *ctx, void *progs)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
@@ -66,7 +66,7 @@ static __always_inline int go_tls(struct pt_regs *ctx)
 			return 0;
 		c = *open;
 		c.buf = ctx->bx;
-		tls_report(ctx, pid_tgid, &c, ctx->cx);
+		tls_report(ctx, progs, pid_tgid, &c, ctx->cx);
 		return 0;
 	}
 	case GO_TLS_WRITE_RECORD:
@@ -101,7 +101,7 @@ static __always_inline int go_tls(struct pt_regs *ctx)
 	 * and an answer seen before its request is matched to the next one.
 	 * A Write moves all of its record unless the connection fails. */
 	tls_write_begins(pid_tgid, c.conn, c.sock, c.buf, ctx->di, &id);
-	tls_report(ctx, pid_tgid, &c, ctx->di);
+	tls_report(ctx, progs, pid_tgid, &c, ctx->di);
 	return 0;
 }
 
@@ -110,13 +110,13 @@ static __always_inline int go_tls(struct pt_regs *ctx)
 SEC("uprobe.multi")
 int weft_go_tls_multi(struct pt_regs *ctx)
 {
-	return go_tls(ctx);
+	return go_tls(ctx, &emit_multi_progs);
 }
 
 SEC("uprobe")
 int weft_go_tls(struct pt_regs *ctx)
 {
-	return go_tls(ctx);
+	return go_tls(ctx, &emit_probe_progs);
 }
 
 #endif

@@ -104,8 +104,7 @@ static __always_inline __u64 jvm_engine_sock(struct proc_info *pi, __u32 tgid, s
 	return sk;
 }
 
-SEC("uprobe")
-int weft_jvm_tls(struct pt_regs *ctx)
+static __always_inline int jvm_tls(struct pt_regs *ctx, void *progs)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
@@ -134,8 +133,23 @@ int weft_jvm_tls(struct pt_regs *ctx)
 	/* The id the agent mounted on this thread now, as at a socket call. */
 	refresh_slot((__u32)pid_tgid);
 	struct user_buf ub = {.ptr = buf};
-	emit_data(ctx, (struct sock *)sk, dir, (__u32)len, &ub, true, false);
+	emit_data(ctx, progs, (struct sock *)sk, dir, (__u32)len, &ub, true, false);
 	return 0;
+}
+
+/* In the two forms of the other TLS probes (openssl.h), so that the
+ * kernel has one emitting program fewer to verify where it has
+ * uprobe_multi: the socket tracepoints' and uprobe_multi's. */
+SEC("uprobe.multi")
+int weft_jvm_tls_multi(struct pt_regs *ctx)
+{
+	return jvm_tls(ctx, &emit_multi_progs);
+}
+
+SEC("uprobe")
+int weft_jvm_tls(struct pt_regs *ctx)
+{
+	return jvm_tls(ctx, &emit_probe_progs);
 }
 
 /* weft_tls_request(io), which libweft_jni calls before weft_tls_event for

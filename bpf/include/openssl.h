@@ -92,7 +92,7 @@ static __always_inline int ssl_enter(struct pt_regs *ctx)
 
 /* The return of any of them: the plaintext it moved, as its socket's
  * data. Failures and retries (WANT_READ, WANT_WRITE) move none. */
-static __always_inline int ssl_return(struct pt_regs *ctx)
+static __always_inline int ssl_return(struct pt_regs *ctx, void *progs)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u64 fn = bpf_get_attach_cookie(ctx);
@@ -110,7 +110,7 @@ static __always_inline int ssl_return(struct pt_regs *ctx)
 	} else if (rc > 0) {
 		n = rc;
 	}
-	tls_report(ctx, pid_tgid, &c, n);
+	tls_report(ctx, progs, pid_tgid, &c, n);
 	return 0;
 }
 
@@ -127,7 +127,7 @@ int weft_ssl_enter_multi(struct pt_regs *ctx)
 SEC("uretprobe.multi")
 int weft_ssl_ret_multi(struct pt_regs *ctx)
 {
-	return ssl_return(ctx);
+	return ssl_return(ctx, &emit_multi_progs);
 }
 
 SEC("uprobe")
@@ -139,7 +139,7 @@ int weft_ssl_enter(struct pt_regs *ctx)
 SEC("uretprobe")
 int weft_ssl_ret(struct pt_regs *ctx)
 {
-	return ssl_return(ctx);
+	return ssl_return(ctx, &emit_probe_progs);
 }
 
 #endif

@@ -89,8 +89,9 @@ static __always_inline void tls_write_begins(__u64 pid_tgid, __u64 conn, __u64 s
 }
 
 /* A TLS call c moved n bytes of plaintext: they are the data of the
- * socket its connection uses. False when nothing was reported. */
-static __always_inline bool tls_report(void *ctx, __u64 pid_tgid, const struct tls_call *c, __u64 n)
+ * socket its connection uses, emitted through progs (emit_data). False
+ * when nothing was reported. */
+static __always_inline bool tls_report(void *ctx, void *progs, __u64 pid_tgid, const struct tls_call *c, __u64 n)
 {
 	if (c->dir == TLS_NO_PLAINTEXT || n == 0 || n > 0xffffffff)
 		return false;
@@ -105,7 +106,7 @@ static __always_inline bool tls_report(void *ctx, __u64 pid_tgid, const struct t
 		sk = *s;
 	}
 	struct user_buf ub = {.ptr = c->buf};
-	emit_data(ctx, (struct sock *)sk, c->dir, (__u32)n, &ub, true, false);
+	emit_data(ctx, progs, (struct sock *)sk, c->dir, (__u32)n, &ub, true, false);
 	return true;
 }
 

@@ -80,7 +80,8 @@ enum weft_stat {
 	WEFT_STAT_TLS_NO_SOCK = 21,   /* TLS plaintext whose socket no nested call showed: not reported */
 	WEFT_STAT_TLS_LINK_AMBIGUOUS = 22, /* TLS request read while its client had sent another: no link to it */
 	WEFT_STAT_TLS_BIO_LEARNED = 23, /* a memory-BIO TLS connection tied to its socket by its ciphertext (tlsbio.h) */
-	WEFT_STAT_MAX = 24,
+	WEFT_STAT_LOST_EMIT = 24,     /* a data event whose emitting program was not in its array (a loader bug) */
+	WEFT_STAT_MAX = 25,
 };
 
 struct event_header {

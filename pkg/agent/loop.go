@@ -157,6 +157,7 @@ func (l *loop) snapshot() map[string]uint64 {
 		out["events_lost"] = s.Lost()
 		out["events_lost_ringbuf"] = s.LostRingbuf
 		out["events_lost_inflight_full"] = s.LostStash
+		out["events_lost_emit"] = s.LostEmit
 		out["payload_unreadable"] = s.LostRead
 		out["socket_table_full"] = s.SockTableFull
 		out["agent_packets"] = s.AgentPackets

@@ -78,7 +78,7 @@ func (a *skMsgAttachment) Close() error {
 func (t *Tracer) attachAtOpen(spec *ebpf.CollectionSpec, tgt attachTarget) error {
 	for _, h := range hooks {
 		prog, ok := t.coll.Programs[h.prog]
-		if !ok {
+		if !ok || h.via != "" {
 			continue
 		}
 		section := spec.Programs[h.prog].SectionName

@@ -74,6 +74,11 @@ type hook struct {
 	// lost is, for an optional hook, what weft goes without when it
 	// cannot attach (logged); a required hook that fails stops Open.
 	lost string
+	// via names the program array a tail-call target is entered
+	// through: it is loaded when a program that calls through the array
+	// is (whatever its own feature), put in the array, and never
+	// attached.
+	via string
 }
 
 func (h hook) optional() bool { return h.lost != "" }
@@ -161,8 +166,17 @@ var hooks = []hook{
 	{prog: "weft_go_tls", paths: onEvery, feature: tlsCapture},
 	{prog: "weft_go_tls_multi", paths: onEvery, feature: tlsCapture},
 	{prog: "weft_jvm_tls", paths: onEvery, feature: tlsCapture},
+	{prog: "weft_jvm_tls_multi", paths: onEvery, feature: tlsCapture},
 	{prog: "weft_jvm_tls_request", paths: onEvery, feature: tlsCapture},
 	{prog: "weft_jvm_h2_claim", paths: onEvery, feature: tlsCapture},
+
+	// The programs that emit the data path's events, tail-called by the
+	// programs above that see socket calls and TLS plaintext, one per
+	// program type (common.h, emit_data).
+	{prog: "weft_emit_probe", paths: onEvery, via: "emit_probe_progs"},
+	{prog: "weft_emit_multi", paths: onEvery, via: "emit_multi_progs"},
+	{prog: "weft_emit_sock", paths: onTracepoint, via: "emit_sock_progs"},
+	{prog: "weft_emit_exit", paths: onSyscalls, via: "emit_exit_progs"},
 }
 
 // hookIndex finds a program's declaration.
@@ -186,6 +200,43 @@ func dropDisabled(spec *ebpf.CollectionSpec, opts Options) error {
 		}
 		if !h.paths.has(opts.Path) || !h.feature.enabled(opts) {
 			delete(spec.Programs, name)
+		}
+	}
+	for _, h := range hooks {
+		if h.via != "" && spec.Programs[h.prog] != nil && !callsThrough(spec, h.via) {
+			delete(spec.Programs, h.prog)
+		}
+	}
+	return nil
+}
+
+// callsThrough reports whether a program of spec uses program array m.
+func callsThrough(spec *ebpf.CollectionSpec, m string) bool {
+	for _, p := range spec.Programs {
+		for _, ins := range p.Instructions {
+			if ins.IsLoadFromMap() && ins.Reference() == m {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// fillProgramArrays puts each loaded tail-call target in its array. The
+// arrays must stay open as long as the programs run: the kernel empties
+// a program array when its last file descriptor closes.
+func fillProgramArrays(coll *ebpf.Collection) error {
+	for _, h := range hooks {
+		prog := coll.Programs[h.prog]
+		if h.via == "" || prog == nil {
+			continue
+		}
+		m := coll.Maps[h.via]
+		if m == nil {
+			return fmt.Errorf("program array %s missing", h.via)
+		}
+		if err := m.Put(uint32(0), prog); err != nil {
+			return fmt.Errorf("put %s in %s: %w", h.prog, h.via, err)
 		}
 	}
 	return nil
@@ -248,43 +299,45 @@ type tlsPrograms struct {
 	RetMulti   *ebpf.Program `ebpf:"weft_ssl_ret_multi"`
 	Go         *ebpf.Program `ebpf:"weft_go_tls"`
 	GoMulti    *ebpf.Program `ebpf:"weft_go_tls_multi"`
-	JVM        *ebpf.Program `ebpf:"weft_jvm_tls"` // one form: uprobes per JVM
+	JVM        *ebpf.Program `ebpf:"weft_jvm_tls"`
+	JVMMulti   *ebpf.Program `ebpf:"weft_jvm_tls_multi"`
 	JVMRequest *ebpf.Program `ebpf:"weft_jvm_tls_request"`
 	JVMH2      *ebpf.Program `ebpf:"weft_jvm_h2_claim"`
 }
 
 func (p *tlsPrograms) Close() error {
-	return closeAll(p.Enter, p.Ret, p.EnterMulti, p.RetMulti, p.Go, p.GoMulti, p.JVM, p.JVMRequest, p.JVMH2)
+	return closeAll(p.Enter, p.Ret, p.EnterMulti, p.RetMulti, p.Go, p.GoMulti, p.JVM, p.JVMMulti, p.JVMRequest, p.JVMH2)
 }
 
 // assign takes from coll the form of the TLS probes that was loaded.
 func (p *tlsPrograms) assign(coll *ebpf.Collection) error {
 	var jvm struct {
-		JVM     *ebpf.Program `ebpf:"weft_jvm_tls"`
 		Request *ebpf.Program `ebpf:"weft_jvm_tls_request"`
 		H2      *ebpf.Program `ebpf:"weft_jvm_h2_claim"`
 	}
 	if err := coll.Assign(&jvm); err != nil {
 		return err
 	}
-	p.JVM, p.JVMRequest, p.JVMH2 = jvm.JVM, jvm.Request, jvm.H2
+	p.JVMRequest, p.JVMH2 = jvm.Request, jvm.H2
 	if _, ok := coll.Programs["weft_ssl_enter_multi"]; ok {
 		var m struct {
 			Enter *ebpf.Program `ebpf:"weft_ssl_enter_multi"`
 			Ret   *ebpf.Program `ebpf:"weft_ssl_ret_multi"`
 			Go    *ebpf.Program `ebpf:"weft_go_tls_multi"`
+			JVM   *ebpf.Program `ebpf:"weft_jvm_tls_multi"`
 		}
 		err := coll.Assign(&m)
-		p.EnterMulti, p.RetMulti, p.GoMulti = m.Enter, m.Ret, m.Go
+		p.EnterMulti, p.RetMulti, p.GoMulti, p.JVMMulti = m.Enter, m.Ret, m.Go, m.JVM
 		return err
 	}
 	var u struct {
 		Enter *ebpf.Program `ebpf:"weft_ssl_enter"`
 		Ret   *ebpf.Program `ebpf:"weft_ssl_ret"`
 		Go    *ebpf.Program `ebpf:"weft_go_tls"`
+		JVM   *ebpf.Program `ebpf:"weft_jvm_tls"`
 	}
 	err := coll.Assign(&u)
-	p.Enter, p.Ret, p.Go = u.Enter, u.Ret, u.Go
+	p.Enter, p.Ret, p.Go, p.JVM = u.Enter, u.Ret, u.Go, u.JVM
 	return err
 }
 
@@ -296,10 +349,12 @@ func dropTLSVariant(spec *ebpf.CollectionSpec) {
 		delete(spec.Programs, "weft_ssl_enter")
 		delete(spec.Programs, "weft_ssl_ret")
 		delete(spec.Programs, "weft_go_tls")
+		delete(spec.Programs, "weft_jvm_tls")
 	} else {
 		delete(spec.Programs, "weft_ssl_enter_multi")
 		delete(spec.Programs, "weft_ssl_ret_multi")
 		delete(spec.Programs, "weft_go_tls_multi")
+		delete(spec.Programs, "weft_jvm_tls_multi")
 	}
 }
 

@@ -49,7 +49,7 @@ func isJNILib(base string) bool {
 // attachJVMTLS probes libweft_jni's functions in process pid, once, if
 // the process mapped the library; true when h has it.
 func attachJVMTLS(progs *tlsPrograms, pid int, h *tlsHooks) (bool, error) {
-	if progs.JVM == nil {
+	if progs.JVM == nil && progs.JVMMulti == nil {
 		return false, nil
 	}
 	path, id, err := jniLib(pid)
@@ -67,8 +67,16 @@ func attachJVMTLS(progs *tlsPrograms, pid int, h *tlsHooks) (bool, error) {
 	for _, p := range []struct {
 		fn   string
 		prog *ebpf.Program
-	}{{jvmTLSFunc, progs.JVM}, {jvmTLSReqFunc, progs.JVMRequest}, {jvmH2Func, progs.JVMH2}} {
-		l, err := ex.Uprobe(p.fn, p.prog, &link.UprobeOptions{PID: pid})
+	}{{jvmTLSFunc, progs.JVM}, {jvmTLSFunc, progs.JVMMulti}, {jvmTLSReqFunc, progs.JVMRequest}, {jvmH2Func, progs.JVMH2}} {
+		if p.prog == nil { // the other form of weft_jvm_tls
+			continue
+		}
+		var l link.Link
+		if p.prog == progs.JVMMulti {
+			l, err = ex.UprobeMulti([]string{p.fn}, p.prog, &link.UprobeMultiOptions{PID: uint32(pid)})
+		} else {
+			l, err = ex.Uprobe(p.fn, p.prog, &link.UprobeOptions{PID: pid})
+		}
 		if err != nil {
 			links.Close()
 			return false, fmt.Errorf("uprobe %s: %w", p.fn, err)
@@ -84,7 +92,7 @@ func attachJVMTLS(progs *tlsPrograms, pid int, h *tlsHooks) (bool, error) {
 // (its first mount-protocol packet): its library was not mapped when the
 // process was classified.
 func (t *Tracer) AgentLoaded(pid uint32) {
-	if t.tls.JVM == nil {
+	if t.tls.JVM == nil && t.tls.JVMMulti == nil {
 		return
 	}
 	t.rtMu.Lock()

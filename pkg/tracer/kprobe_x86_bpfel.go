@@ -38,6 +38,22 @@ type kprobeEventBuf struct {
 	TlsLink   kprobeSpanCtx
 	TlsLinked uint32
 	Pad       uint32
+	Args      struct {
+		_  structs.HostLayout
+		Ub struct {
+			_         structs.HostLayout
+			Ptr       uint64
+			Offset    uint64
+			Iovcnt    uint32
+			IovKernel uint32
+		}
+		Sk    uint64
+		Bytes uint32
+		Dir   uint8
+		Tls   uint8
+		Addrs uint8
+		Pad   uint8
+	}
 }
 
 type kprobeEventHeader struct {
@@ -360,6 +376,8 @@ const (
 	kprobeMapConnVerdicts            = "conn_verdicts"
 	kprobeMapConnecting              = "connecting"
 	kprobeMapEagainRetry             = "eagain_retry"
+	kprobeMapEmitMultiProgs          = "emit_multi_progs"
+	kprobeMapEmitProbeProgs          = "emit_probe_progs"
 	kprobeMapEvents                  = "events"
 	kprobeMapGoActive                = "go_active"
 	kprobeMapGoChildren              = "go_children"
@@ -416,6 +434,8 @@ const (
 	kprobeMapTracesCtxV1             = "traces_ctx_v1"
 	kprobeMapTrackedSocks            = "tracked_socks"
 	kprobeProgWeftCgroupMove         = "weft_cgroup_move"
+	kprobeProgWeftEmitMulti          = "weft_emit_multi"
+	kprobeProgWeftEmitProbe          = "weft_emit_probe"
 	kprobeProgWeftExec               = "weft_exec"
 	kprobeProgWeftExit               = "weft_exit"
 	kprobeProgWeftFork               = "weft_fork"
@@ -436,6 +456,7 @@ const (
 	kprobeProgWeftInject             = "weft_inject"
 	kprobeProgWeftJvmH2Claim         = "weft_jvm_h2_claim"
 	kprobeProgWeftJvmTls             = "weft_jvm_tls"
+	kprobeProgWeftJvmTlsMulti        = "weft_jvm_tls_multi"
 	kprobeProgWeftJvmTlsRequest      = "weft_jvm_tls_request"
 	kprobeProgWeftLibcAnnounce       = "weft_libc_announce"
 	kprobeProgWeftNgxConnectPeer     = "weft_ngx_connect_peer"
@@ -525,6 +546,8 @@ type kprobeSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type kprobeProgramSpecs struct {
 	WeftCgroupMove         *ebpf.ProgramSpec `ebpf:"weft_cgroup_move"`
+	WeftEmitMulti          *ebpf.ProgramSpec `ebpf:"weft_emit_multi"`
+	WeftEmitProbe          *ebpf.ProgramSpec `ebpf:"weft_emit_probe"`
 	WeftExec               *ebpf.ProgramSpec `ebpf:"weft_exec"`
 	WeftExit               *ebpf.ProgramSpec `ebpf:"weft_exit"`
 	WeftFork               *ebpf.ProgramSpec `ebpf:"weft_fork"`
@@ -545,6 +568,7 @@ type kprobeProgramSpecs struct {
 	WeftInject             *ebpf.ProgramSpec `ebpf:"weft_inject"`
 	WeftJvmH2Claim         *ebpf.ProgramSpec `ebpf:"weft_jvm_h2_claim"`
 	WeftJvmTls             *ebpf.ProgramSpec `ebpf:"weft_jvm_tls"`
+	WeftJvmTlsMulti        *ebpf.ProgramSpec `ebpf:"weft_jvm_tls_multi"`
 	WeftJvmTlsRequest      *ebpf.ProgramSpec `ebpf:"weft_jvm_tls_request"`
 	WeftLibcAnnounce       *ebpf.ProgramSpec `ebpf:"weft_libc_announce"`
 	WeftNgxConnectPeer     *ebpf.ProgramSpec `ebpf:"weft_ngx_connect_peer"`
@@ -581,6 +605,8 @@ type kprobeMapSpecs struct {
 	ConnVerdicts      *ebpf.MapSpec `ebpf:"conn_verdicts"`
 	Connecting        *ebpf.MapSpec `ebpf:"connecting"`
 	EagainRetry       *ebpf.MapSpec `ebpf:"eagain_retry"`
+	EmitMultiProgs    *ebpf.MapSpec `ebpf:"emit_multi_progs"`
+	EmitProbeProgs    *ebpf.MapSpec `ebpf:"emit_probe_progs"`
 	Events            *ebpf.MapSpec `ebpf:"events"`
 	GoActive          *ebpf.MapSpec `ebpf:"go_active"`
 	GoChildren        *ebpf.MapSpec `ebpf:"go_children"`
@@ -692,6 +718,8 @@ type kprobeMaps struct {
 	ConnVerdicts      *ebpf.Map `ebpf:"conn_verdicts"`
 	Connecting        *ebpf.Map `ebpf:"connecting"`
 	EagainRetry       *ebpf.Map `ebpf:"eagain_retry"`
+	EmitMultiProgs    *ebpf.Map `ebpf:"emit_multi_progs"`
+	EmitProbeProgs    *ebpf.Map `ebpf:"emit_probe_progs"`
 	Events            *ebpf.Map `ebpf:"events"`
 	GoActive          *ebpf.Map `ebpf:"go_active"`
 	GoChildren        *ebpf.Map `ebpf:"go_children"`
@@ -758,6 +786,8 @@ func (m *kprobeMaps) Close() error {
 		m.ConnVerdicts,
 		m.Connecting,
 		m.EagainRetry,
+		m.EmitMultiProgs,
+		m.EmitProbeProgs,
 		m.Events,
 		m.GoActive,
 		m.GoChildren,
@@ -848,6 +878,8 @@ type kprobeVariables struct {
 // It can be passed to loadKprobeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type kprobePrograms struct {
 	WeftCgroupMove         *ebpf.Program `ebpf:"weft_cgroup_move"`
+	WeftEmitMulti          *ebpf.Program `ebpf:"weft_emit_multi"`
+	WeftEmitProbe          *ebpf.Program `ebpf:"weft_emit_probe"`
 	WeftExec               *ebpf.Program `ebpf:"weft_exec"`
 	WeftExit               *ebpf.Program `ebpf:"weft_exit"`
 	WeftFork               *ebpf.Program `ebpf:"weft_fork"`
@@ -868,6 +900,7 @@ type kprobePrograms struct {
 	WeftInject             *ebpf.Program `ebpf:"weft_inject"`
 	WeftJvmH2Claim         *ebpf.Program `ebpf:"weft_jvm_h2_claim"`
 	WeftJvmTls             *ebpf.Program `ebpf:"weft_jvm_tls"`
+	WeftJvmTlsMulti        *ebpf.Program `ebpf:"weft_jvm_tls_multi"`
 	WeftJvmTlsRequest      *ebpf.Program `ebpf:"weft_jvm_tls_request"`
 	WeftLibcAnnounce       *ebpf.Program `ebpf:"weft_libc_announce"`
 	WeftNgxConnectPeer     *ebpf.Program `ebpf:"weft_ngx_connect_peer"`
@@ -896,6 +929,8 @@ type kprobePrograms struct {
 func (p *kprobePrograms) Close() error {
 	return _KprobeClose(
 		p.WeftCgroupMove,
+		p.WeftEmitMulti,
+		p.WeftEmitProbe,
 		p.WeftExec,
 		p.WeftExit,
 		p.WeftFork,
@@ -916,6 +951,7 @@ func (p *kprobePrograms) Close() error {
 		p.WeftInject,
 		p.WeftJvmH2Claim,
 		p.WeftJvmTls,
+		p.WeftJvmTlsMulti,
 		p.WeftJvmTlsRequest,
 		p.WeftLibcAnnounce,
 		p.WeftNgxConnectPeer,

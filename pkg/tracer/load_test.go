@@ -2,8 +2,12 @@ package tracer
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/features"
 
 	"github.com/weftdev/weft/pkg/kernel"
 	"github.com/weftdev/weft/pkg/testenv"
@@ -46,8 +50,12 @@ func TestLoadOnlyEnabled(t *testing.T) {
 		}
 		dropped := 0
 		for _, h := range hooks {
-			if h.prog == "weft_sockops_any" || h.prog == "weft_sockops" || strings.HasPrefix(h.prog, "weft_ssl_") || strings.HasPrefix(h.prog, "weft_go_tls") {
+			if h.prog == "weft_sockops_any" || h.prog == "weft_sockops" || strings.HasPrefix(h.prog, "weft_ssl_") || strings.HasPrefix(h.prog, "weft_go_tls") ||
+				h.prog == "weft_jvm_tls" || h.prog == "weft_jvm_tls_multi" {
 				continue // one of the two, by the kernel (dropSockopsVariant, dropTLSVariant)
+			}
+			if h.via != "" {
+				continue // with the programs that call it (below)
 			}
 			_, inAll := all.Programs[h.prog]
 			_, inLean := lean.Programs[h.prog]
@@ -63,6 +71,27 @@ func TestLoadOnlyEnabled(t *testing.T) {
 		}
 		if dropped < 5 { // sk_msg, cgroup move and at least the Go uprobes
 			t.Errorf("%s: only %d programs belong to the features left off", p, dropped)
+		}
+		// The emitting programs come with their callers: the path's
+		// socket programs, and with TLS capture its uprobes (uprobe_multi
+		// where the kernel has it).
+		tls := []string{"weft_emit_probe"}
+		if features.HaveBPFLinkUprobeMulti() == nil {
+			tls = []string{"weft_emit_multi"}
+		}
+		socket := map[kernel.Path]string{kernel.PathKprobe: "weft_emit_probe", kernel.PathTracepoint: "weft_emit_sock",
+			kernel.PathSyscalls: "weft_emit_exit"}[p]
+		emitters := [2][]string{slices.Compact(slices.Sorted(slices.Values(append(tls, socket)))), {socket}}
+		for i, coll := range []*ebpf.Collection{all, lean} {
+			var got []string
+			for _, h := range hooks {
+				if _, ok := coll.Programs[h.prog]; ok && h.via != "" {
+					got = append(got, h.prog)
+				}
+			}
+			if want := emitters[i]; !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
+				t.Errorf("%s: emitting programs %v loaded, want %v (every feature on: %v)", p, got, want, i == 0)
+			}
 		}
 		all.Close()
 		lean.Close()

@@ -46,11 +46,14 @@ type Stats struct {
 	// TLSBIOLearned: TLS connections moving their ciphertext through
 	// memory BIOs tied to their socket by that ciphertext.
 	TLSBIOLearned uint64
+	// LostEmit: data events whose emitting program was not in its
+	// program array (a loader bug; never expected).
+	LostEmit uint64
 }
 
 // Lost is the number of events the kernel could not deliver (stack
 // samples not included: see LostSamples).
-func (s Stats) Lost() uint64 { return s.LostRingbuf + s.LostStash }
+func (s Stats) Lost() uint64 { return s.LostRingbuf + s.LostStash + s.LostEmit }
 
 // stat reads one counter, summed over the CPUs.
 func (t *Tracer) stat(i tpWeftStat) (uint64, error) {
@@ -109,6 +112,7 @@ func (t *Tracer) Stats() (Stats, error) {
 		{tpWeftStatWEFT_STAT_TLS_NO_SOCK, &s.TLSNoSocket},
 		{tpWeftStatWEFT_STAT_TLS_LINK_AMBIGUOUS, &s.TLSLinkAmbiguous},
 		{tpWeftStatWEFT_STAT_TLS_BIO_LEARNED, &s.TLSBIOLearned},
+		{tpWeftStatWEFT_STAT_LOST_EMIT, &s.LostEmit},
 	} {
 		if *f.dst, err = sum(f.idx); err != nil {
 			return s, err

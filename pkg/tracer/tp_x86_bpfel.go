@@ -38,6 +38,22 @@ type tpEventBuf struct {
 	TlsLink   tpSpanCtx
 	TlsLinked uint32
 	Pad       uint32
+	Args      struct {
+		_  structs.HostLayout
+		Ub struct {
+			_         structs.HostLayout
+			Ptr       uint64
+			Offset    uint64
+			Iovcnt    uint32
+			IovKernel uint32
+		}
+		Sk    uint64
+		Bytes uint32
+		Dir   uint8
+		Tls   uint8
+		Addrs uint8
+		Pad   uint8
+	}
 }
 
 type tpEventHeader struct {
@@ -428,7 +444,8 @@ const (
 	tpWeftStatWEFT_STAT_TLS_NO_SOCK        tpWeftStat = 21
 	tpWeftStatWEFT_STAT_TLS_LINK_AMBIGUOUS tpWeftStat = 22
 	tpWeftStatWEFT_STAT_TLS_BIO_LEARNED    tpWeftStat = 23
-	tpWeftStatWEFT_STAT_MAX                tpWeftStat = 24
+	tpWeftStatWEFT_STAT_LOST_EMIT          tpWeftStat = 24
+	tpWeftStatWEFT_STAT_MAX                tpWeftStat = 25
 )
 
 // Names of all BPF objects in the ELF.
@@ -442,6 +459,10 @@ const (
 	tpMapConnVerdicts            = "conn_verdicts"
 	tpMapConnecting              = "connecting"
 	tpMapEagainRetry             = "eagain_retry"
+	tpMapEmitExitProgs           = "emit_exit_progs"
+	tpMapEmitMultiProgs          = "emit_multi_progs"
+	tpMapEmitProbeProgs          = "emit_probe_progs"
+	tpMapEmitSockProgs           = "emit_sock_progs"
 	tpMapEvents                  = "events"
 	tpMapGoActive                = "go_active"
 	tpMapGoChildren              = "go_children"
@@ -496,6 +517,10 @@ const (
 	tpMapTracesCtxV1             = "traces_ctx_v1"
 	tpMapTrackedSocks            = "tracked_socks"
 	tpProgWeftCgroupMove         = "weft_cgroup_move"
+	tpProgWeftEmitExit           = "weft_emit_exit"
+	tpProgWeftEmitMulti          = "weft_emit_multi"
+	tpProgWeftEmitProbe          = "weft_emit_probe"
+	tpProgWeftEmitSock           = "weft_emit_sock"
 	tpProgWeftEnterIoctl         = "weft_enter_ioctl"
 	tpProgWeftEnterRead          = "weft_enter_read"
 	tpProgWeftEnterReadv         = "weft_enter_readv"
@@ -534,6 +559,7 @@ const (
 	tpProgWeftInjectSock         = "weft_inject_sock"
 	tpProgWeftJvmH2Claim         = "weft_jvm_h2_claim"
 	tpProgWeftJvmTls             = "weft_jvm_tls"
+	tpProgWeftJvmTlsMulti        = "weft_jvm_tls_multi"
 	tpProgWeftJvmTlsRequest      = "weft_jvm_tls_request"
 	tpProgWeftLibcAnnounce       = "weft_libc_announce"
 	tpProgWeftNgxConnectPeer     = "weft_ngx_connect_peer"
@@ -620,6 +646,10 @@ type tpSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type tpProgramSpecs struct {
 	WeftCgroupMove         *ebpf.ProgramSpec `ebpf:"weft_cgroup_move"`
+	WeftEmitExit           *ebpf.ProgramSpec `ebpf:"weft_emit_exit"`
+	WeftEmitMulti          *ebpf.ProgramSpec `ebpf:"weft_emit_multi"`
+	WeftEmitProbe          *ebpf.ProgramSpec `ebpf:"weft_emit_probe"`
+	WeftEmitSock           *ebpf.ProgramSpec `ebpf:"weft_emit_sock"`
 	WeftEnterIoctl         *ebpf.ProgramSpec `ebpf:"weft_enter_ioctl"`
 	WeftEnterRead          *ebpf.ProgramSpec `ebpf:"weft_enter_read"`
 	WeftEnterReadv         *ebpf.ProgramSpec `ebpf:"weft_enter_readv"`
@@ -658,6 +688,7 @@ type tpProgramSpecs struct {
 	WeftInjectSock         *ebpf.ProgramSpec `ebpf:"weft_inject_sock"`
 	WeftJvmH2Claim         *ebpf.ProgramSpec `ebpf:"weft_jvm_h2_claim"`
 	WeftJvmTls             *ebpf.ProgramSpec `ebpf:"weft_jvm_tls"`
+	WeftJvmTlsMulti        *ebpf.ProgramSpec `ebpf:"weft_jvm_tls_multi"`
 	WeftJvmTlsRequest      *ebpf.ProgramSpec `ebpf:"weft_jvm_tls_request"`
 	WeftLibcAnnounce       *ebpf.ProgramSpec `ebpf:"weft_libc_announce"`
 	WeftNgxConnectPeer     *ebpf.ProgramSpec `ebpf:"weft_ngx_connect_peer"`
@@ -691,6 +722,10 @@ type tpMapSpecs struct {
 	ConnVerdicts      *ebpf.MapSpec `ebpf:"conn_verdicts"`
 	Connecting        *ebpf.MapSpec `ebpf:"connecting"`
 	EagainRetry       *ebpf.MapSpec `ebpf:"eagain_retry"`
+	EmitExitProgs     *ebpf.MapSpec `ebpf:"emit_exit_progs"`
+	EmitMultiProgs    *ebpf.MapSpec `ebpf:"emit_multi_progs"`
+	EmitProbeProgs    *ebpf.MapSpec `ebpf:"emit_probe_progs"`
+	EmitSockProgs     *ebpf.MapSpec `ebpf:"emit_sock_progs"`
 	Events            *ebpf.MapSpec `ebpf:"events"`
 	GoActive          *ebpf.MapSpec `ebpf:"go_active"`
 	GoChildren        *ebpf.MapSpec `ebpf:"go_children"`
@@ -800,6 +835,10 @@ type tpMaps struct {
 	ConnVerdicts      *ebpf.Map `ebpf:"conn_verdicts"`
 	Connecting        *ebpf.Map `ebpf:"connecting"`
 	EagainRetry       *ebpf.Map `ebpf:"eagain_retry"`
+	EmitExitProgs     *ebpf.Map `ebpf:"emit_exit_progs"`
+	EmitMultiProgs    *ebpf.Map `ebpf:"emit_multi_progs"`
+	EmitProbeProgs    *ebpf.Map `ebpf:"emit_probe_progs"`
+	EmitSockProgs     *ebpf.Map `ebpf:"emit_sock_progs"`
 	Events            *ebpf.Map `ebpf:"events"`
 	GoActive          *ebpf.Map `ebpf:"go_active"`
 	GoChildren        *ebpf.Map `ebpf:"go_children"`
@@ -864,6 +903,10 @@ func (m *tpMaps) Close() error {
 		m.ConnVerdicts,
 		m.Connecting,
 		m.EagainRetry,
+		m.EmitExitProgs,
+		m.EmitMultiProgs,
+		m.EmitProbeProgs,
+		m.EmitSockProgs,
 		m.Events,
 		m.GoActive,
 		m.GoChildren,
@@ -952,6 +995,10 @@ type tpVariables struct {
 // It can be passed to loadTpObjects or ebpf.CollectionSpec.LoadAndAssign.
 type tpPrograms struct {
 	WeftCgroupMove         *ebpf.Program `ebpf:"weft_cgroup_move"`
+	WeftEmitExit           *ebpf.Program `ebpf:"weft_emit_exit"`
+	WeftEmitMulti          *ebpf.Program `ebpf:"weft_emit_multi"`
+	WeftEmitProbe          *ebpf.Program `ebpf:"weft_emit_probe"`
+	WeftEmitSock           *ebpf.Program `ebpf:"weft_emit_sock"`
 	WeftEnterIoctl         *ebpf.Program `ebpf:"weft_enter_ioctl"`
 	WeftEnterRead          *ebpf.Program `ebpf:"weft_enter_read"`
 	WeftEnterReadv         *ebpf.Program `ebpf:"weft_enter_readv"`
@@ -990,6 +1037,7 @@ type tpPrograms struct {
 	WeftInjectSock         *ebpf.Program `ebpf:"weft_inject_sock"`
 	WeftJvmH2Claim         *ebpf.Program `ebpf:"weft_jvm_h2_claim"`
 	WeftJvmTls             *ebpf.Program `ebpf:"weft_jvm_tls"`
+	WeftJvmTlsMulti        *ebpf.Program `ebpf:"weft_jvm_tls_multi"`
 	WeftJvmTlsRequest      *ebpf.Program `ebpf:"weft_jvm_tls_request"`
 	WeftLibcAnnounce       *ebpf.Program `ebpf:"weft_libc_announce"`
 	WeftNgxConnectPeer     *ebpf.Program `ebpf:"weft_ngx_connect_peer"`
@@ -1015,6 +1063,10 @@ type tpPrograms struct {
 func (p *tpPrograms) Close() error {
 	return _TpClose(
 		p.WeftCgroupMove,
+		p.WeftEmitExit,
+		p.WeftEmitMulti,
+		p.WeftEmitProbe,
+		p.WeftEmitSock,
 		p.WeftEnterIoctl,
 		p.WeftEnterRead,
 		p.WeftEnterReadv,
@@ -1053,6 +1105,7 @@ func (p *tpPrograms) Close() error {
 		p.WeftInjectSock,
 		p.WeftJvmH2Claim,
 		p.WeftJvmTls,
+		p.WeftJvmTlsMulti,
 		p.WeftJvmTlsRequest,
 		p.WeftLibcAnnounce,
 		p.WeftNgxConnectPeer,

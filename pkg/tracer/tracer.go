@@ -195,6 +195,10 @@ func load(opts Options, replace map[string]*ebpf.Map) (*ebpf.Collection, *ebpf.C
 		}
 		return nil, nil, fmt.Errorf("load %s programs: %w", opts.Path, err)
 	}
+	if err := fillProgramArrays(coll); err != nil {
+		coll.Close()
+		return nil, nil, fmt.Errorf("load %s programs: %w", opts.Path, err)
+	}
 	return coll, spec, nil
 }
 
