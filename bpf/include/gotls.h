@@ -39,10 +39,11 @@ static __always_inline int go_tls(struct pt_regs *ctx, void *progs)
 	if (!pid_traced(tgid))
 		return 0;
 	struct proc_info *pi = proc_of(tgid);
-	struct go_id id;
-	if (!pi || pi->mode != WEFT_MODE_GO || !go_id_of(pi, ctx->r14, &id))
+	/* The goroutine's id only: its parent's is not needed here. */
+	__u64 goid = pi && pi->mode == WEFT_MODE_GO ? go_goid(pi, ctx->r14) : 0;
+	if (!goid)
 		return 0;
-	__u64 key = go_tls_key(tgid, id.goid);
+	__u64 key = go_tls_key(tgid, goid);
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	struct tls_call c = {.conn = ctx->ax, .unended = 1};
 	if (cookie & GO_TLS_RET) { /* a handshake's */
@@ -100,7 +101,7 @@ static __always_inline int go_tls(struct pt_regs *ctx, void *progs)
 	 * answer (net/http's readLoop) may report it first, on another CPU,
 	 * and an answer seen before its request is matched to the next one.
 	 * A Write moves all of its record unless the connection fails. */
-	tls_write_begins(pid_tgid, c.conn, c.sock, c.buf, ctx->di, &id);
+	tls_write_begins(pid_tgid, c.conn, c.sock, c.buf, ctx->di, goid);
 	tls_report(ctx, progs, pid_tgid, &c, ctx->di);
 	return 0;
 }

@@ -70,10 +70,11 @@ __noinline int tls_client_start(struct event_buf *e, __u32 n, __u64 pid_tgid, __
 
 /* A TLS write of num bytes at buf on connection conn: when they begin a
  * request, its client span is decided now (tls_client_start). sock: the
- * connection's socket if the caller knows it, else 0. A response's bytes
+ * connection's socket if the caller knows it, else 0; goid: the writing
+ * goroutine in a Go program, else 0. A response's bytes
  * are not copied here: a first look at the method tells it. */
 static __always_inline void tls_write_begins(__u64 pid_tgid, __u64 conn, __u64 sock, __u64 buf, __u64 num,
-					     const struct go_id *gid)
+					     __u64 goid)
 {
 	__u32 zero = 0;
 	struct event_buf *e = bpf_map_lookup_elem(&scratch, &zero);
@@ -85,7 +86,7 @@ static __always_inline void tls_write_begins(__u64 pid_tgid, __u64 conn, __u64 s
 		return;
 	struct user_buf ub = {.ptr = buf};
 	__u32 n = copy_payload(e, &ub, num > 0xffffffff ? 0xffffffff : num);
-	tls_client_start(e, n, pid_tgid, sock, gid ? gid->goid : 0);
+	tls_client_start(e, n, pid_tgid, sock, goid);
 }
 
 /* A TLS call c moved n bytes of plaintext: they are the data of the
