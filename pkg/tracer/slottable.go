@@ -33,12 +33,16 @@ type slotCell struct {
 
 // parseSlotTable returns the registered cells of a weft_slots image: tid
 // and address both set (a cell being claimed or freed has one of them 0).
+// None before the library's initialization (magic 0): no thread has
+// registered yet, and those that will are seen registering.
 func parseSlotTable(b []byte) ([]slotCell, error) {
 	if len(b) < slotTableHead {
 		return nil, fmt.Errorf("slot table: %d bytes", len(b))
 	}
 	le := binary.LittleEndian
-	if magic := le.Uint32(b); magic != slotTableMagic {
+	if magic := le.Uint32(b); magic == 0 {
+		return nil, nil
+	} else if magic != slotTableMagic {
 		return nil, fmt.Errorf("slot table: magic %#x, want %#x (another agent version?)", magic, slotTableMagic)
 	}
 	n := int(le.Uint32(b[4:]))
@@ -57,7 +61,9 @@ func parseSlotTable(b []byte) ([]slotCell, error) {
 }
 
 // readSlotTable reads weft_slots from process pid; none (and no error)
-// when the process has not mapped the agent's library.
+// when the process has not mapped the agent's library, or its library
+// predates the table (its threads are followed from their next
+// registration, as before).
 func readSlotTable(pid int) ([]slotCell, error) {
 	m, ok, err := findMapping(pid, isJNILib)
 	if err != nil || !ok {
@@ -71,9 +77,9 @@ func readSlotTable(pid int) ([]slotCell, error) {
 		return nil, fmt.Errorf("open %s: %w", m.mapFile, err)
 	}
 	defer f.Close()
-	sym, err := dynamicSymbol(f, slotTableSymbol)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", m.mapFile, err)
+	sym, ok, err := dynamicSymbol(f, slotTableSymbol)
+	if err != nil || !ok {
+		return nil, err
 	}
 	// The mapping at file offset 0 is the first loadable segment's.
 	var base uint64
@@ -99,17 +105,17 @@ func readSlotTable(pid int) ([]slotCell, error) {
 	return parseSlotTable(b)
 }
 
-func dynamicSymbol(f *elf.File, name string) (elf.Symbol, error) {
+func dynamicSymbol(f *elf.File, name string) (elf.Symbol, bool, error) {
 	syms, err := f.DynamicSymbols()
 	if err != nil {
-		return elf.Symbol{}, err
+		return elf.Symbol{}, false, fmt.Errorf("dynamic symbols: %w", err)
 	}
 	for _, s := range syms {
 		if s.Name == name {
-			return s, nil
+			return s, true, nil
 		}
 	}
-	return elf.Symbol{}, fmt.Errorf("no symbol %s", name)
+	return elf.Symbol{}, false, nil
 }
 
 // pullSlots gives the kernel side the slots of process pid's threads
