@@ -106,6 +106,9 @@ struct {
  * says so (event_header.gap). */
 #define SOCK_GAP 4
 #define SOCK_GAP_TLS 8
+/* The socket carries a TLS connection's ciphertext (tls.h): its own bytes
+ * are never copied, in a call of the library or outside one. */
+#define SOCK_CIPHER 16
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);

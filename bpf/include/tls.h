@@ -111,26 +111,48 @@ static __always_inline bool tls_note_stale(const struct tls_call *c, __u32 tgid,
 	return known && known != sk;
 }
 
-/* A socket call made inside an open TLS call of this thread (goroutine)
- * of process pi: ties the call's connection object to the socket; true
- * when it is so (its bytes are ciphertext, reported as the call's
- * plaintext instead). */
+/* Ties connection object conn of process tgid to socket sk: from now on
+ * sk carries that connection's ciphertext, which no socket call reports
+ * (tls_nested). Written only when it changes: an LRU update allocates. */
+static __always_inline void tls_tie(__u64 conn, __u32 tgid, __u64 sk)
+{
+	struct tls_conn_key k = {.conn = conn, .tgid = tgid};
+	__u64 *known = bpf_map_lookup_elem(&tls_socks, &k);
+	if (known && *known == sk)
+		return;
+	bpf_map_update_elem(&tls_socks, &k, &sk, BPF_ANY);
+	__u8 *flags = bpf_map_lookup_elem(&tracked_socks, &sk);
+	if (flags) {
+		*flags |= SOCK_CIPHER;
+		return;
+	}
+	__u8 v = SOCK_TRACKED | SOCK_CIPHER;
+	if (bpf_map_update_elem(&tracked_socks, &sk, &v, BPF_NOEXIST) == -7 /* E2BIG */)
+		count(WEFT_STAT_SOCK_TABLE_FULL);
+}
+
+/* A socket call on sk of this thread (goroutine) of process pi that moves
+ * a TLS connection's ciphertext: made inside an open TLS call, whose
+ * connection object it ties to sk, or on a socket tied before (a read
+ * Go's Read parks in, an alert outside the calls). Its bytes are reported
+ * as the calls' plaintext instead. */
 static __always_inline bool tls_nested(struct proc_info *pi, __u64 pid_tgid, __u64 sk)
 {
 	if (!pi || !(pi->tls & WEFT_PROC_TLS_CALLS))
 		return false;
 	__u64 key = tls_call_key(pi, pid_tgid);
 	struct tls_call *c = bpf_map_lookup_elem(&tls_calls, &key);
-	if (!c)
-		return false;
+	if (c && c->sock != sk && c->unended && tls_note_stale(c, pid_tgid >> 32, sk)) {
+		bpf_map_delete_elem(&tls_calls, &key);
+		c = NULL;
+	}
+	if (!c) {
+		__u8 *flags = bpf_map_lookup_elem(&tracked_socks, &sk);
+		return flags && (*flags & SOCK_CIPHER);
+	}
 	if (c->sock != sk) {
-		if (c->unended && tls_note_stale(c, pid_tgid >> 32, sk)) {
-			bpf_map_delete_elem(&tls_calls, &key);
-			return false;
-		}
 		c->sock = sk;
-		struct tls_conn_key k = {.conn = c->conn, .tgid = pid_tgid >> 32};
-		bpf_map_update_elem(&tls_socks, &k, &sk, BPF_ANY);
+		tls_tie(c->conn, pid_tgid >> 32, sk);
 	}
 	return true;
 }

@@ -72,9 +72,10 @@ const (
 	XH2ServeDone    = "golang.org/x/net/http2.(*responseWriter).handlerDone"
 	// casgstatus is called by newproc1 to make the new goroutine runnable.
 	casgstatus = "runtime.casgstatus"
-	// TLSRead, TLSWrite: crypto/tls's plaintext. Read is probed at entry
-	// and at its call of memmove, which copies the plaintext into the
-	// caller's buffer (bytes.Reader's Read inlined); Write at its calls of
+	// TLSRead, TLSWrite: crypto/tls's plaintext. Read is probed at its
+	// call of memmove, which copies the plaintext into the caller's
+	// buffer (bytes.Reader's Read inlined), the connection read from its
+	// stack slot (Func.RecvSlot); Write at its calls of
 	// tlsWriteRecord, to which it hands the plaintext once the handshake
 	// is over. Calls, not RETs: uprobes emulate a CALL (one trap) but
 	// single-step a RET (two).
@@ -124,6 +125,9 @@ type Func struct {
 	// still the new g; 0 if there is none, and then each RET, which
 	// uprobes single-step, stands for it.
 	NewG uint64
+	// RecvSlot (crypto/tls Read): where the receiver stays on the stack
+	// through the body's calls, as an offset from RSP there; 0 if unknown.
+	RecvSlot int64
 }
 
 // NewProcHook is where newproc1 is probed for the new goroutine.
@@ -231,11 +235,12 @@ func (b *Binary) GRPCServer() bool {
 }
 
 // CryptoTLS reports whether the binary has crypto/tls's connection read
-// with its copy, write with its record calls, and a handshake with its
-// return instructions.
+// with its copy and its receiver's stack slot, write with its record
+// calls, and a handshake with its return instructions.
 func (b *Binary) CryptoTLS() bool {
 	_, copies := b.TLSReadCopy()
-	return copies && len(b.Funcs[TLSWrite].Calls) > 0 && len(b.TLSHandshakes()) > 0
+	return copies && b.Funcs[TLSRead].RecvSlot != 0 && len(b.Funcs[TLSWrite].Calls) > 0 &&
+		len(b.TLSHandshakes()) > 0
 }
 
 // TLSHandshakes are the crypto/tls handshakes the binary links, each
@@ -355,6 +360,9 @@ func Read(r io.ReaderAt) (b *Binary, err error) {
 			if off, ok := newGSite(code, b.G.Goid); ok {
 				fn.NewG = entry + uint64(off)
 			}
+		}
+		if name == TLSRead {
+			fn.RecvSlot = receiverSlot(code)
 		}
 		if name == NewProc1 || slices.Contains(tlsHandshakes, name) {
 			for _, off := range returns(code) {

@@ -89,9 +89,10 @@ func TestGOffsetsTable(t *testing.T) {
 			// crypto/tls is probed at its copy and record calls in every
 			// Go weft is tested with, not at RETs (two traps each).
 			for _, b := range []*Binary{full, stripped} {
-				if _, ok := b.TLSReadCopy(); !ok || len(b.Funcs[TLSWrite].Calls) == 0 {
-					t.Errorf("%s (stripped %v): Read's copy %v, Write's record calls %v", b.GoVersion, b.Stripped,
-						b.Funcs[TLSRead].Calls, b.Funcs[TLSWrite].Calls)
+				if _, ok := b.TLSReadCopy(); !ok || len(b.Funcs[TLSWrite].Calls) == 0 || b.Funcs[TLSRead].RecvSlot == 0 {
+					t.Errorf("%s (stripped %v): Read's copy %v, its receiver's slot %d, Write's record calls %v",
+						b.GoVersion, b.Stripped, b.Funcs[TLSRead].Calls, b.Funcs[TLSRead].RecvSlot,
+						b.Funcs[TLSWrite].Calls)
 				}
 			}
 		})

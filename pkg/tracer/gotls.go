@@ -10,15 +10,16 @@ import (
 )
 
 // The cookies of bpf/include/gotls.h's probes: which probe point, whether
-// at a handshake's RET, and whether the entry probe is the stack check's
-// jump (a call that grows its stack passes it twice).
+// at a handshake's RET, whether the entry probe is the stack check's
+// jump (a call that grows its stack passes it twice), and at Read's copy
+// the offset from RSP of the stack slot that holds the connection.
 const (
-	goTLSRead        = 1
 	goTLSHandshake   = 2
 	goTLSReadCopy    = 3
 	goTLSWriteRecord = 4
 	goTLSRet         = 0x100
 	goTLSAtCheck     = 0x200
+	goTLSSlotShift   = 16
 )
 
 // attachGoTLS puts the crypto/tls probes on Go process pid (its own
@@ -62,29 +63,25 @@ func attachGoTLS(progs *tlsPrograms, pid int, bin *goexec.Binary, h *tlsHooks) (
 }
 
 // goTLSProbes lists crypto/tls's probe points and their cookies
-// (CryptoTLS says the binary has them all): Read at its stack check and
-// its copy into the caller's buffer, Write at its calls of
-// writeRecordLocked, the handshakes (once per connection) at entry and
-// RETs.
+// (CryptoTLS says the binary has them all): Read at its copy into the
+// caller's buffer, Write at its calls of writeRecordLocked, the
+// handshakes (once per connection) at entry and RETs.
 func goTLSProbes(bin *goexec.Binary) (addrs, cookies []uint64) {
 	add := func(addr, cookie uint64) {
 		addrs = append(addrs, addr)
 		cookies = append(cookies, cookie)
 	}
-	atCheck := func(f goexec.Func, cookie uint64) {
-		if f.Probe != f.Entry {
-			cookie |= goTLSAtCheck
-		}
-		add(f.Probe, cookie)
-	}
-	atCheck(bin.Funcs[goexec.TLSRead], goTLSRead)
 	copyAt, _ := bin.TLSReadCopy()
-	add(copyAt, goTLSReadCopy)
+	add(copyAt, goTLSReadCopy|uint64(bin.Funcs[goexec.TLSRead].RecvSlot)<<goTLSSlotShift)
 	for _, c := range bin.Funcs[goexec.TLSWrite].Calls {
 		add(c, goTLSWriteRecord)
 	}
 	for _, f := range bin.TLSHandshakes() {
-		atCheck(f, goTLSHandshake)
+		cookie := uint64(goTLSHandshake)
+		if f.Probe != f.Entry {
+			cookie |= goTLSAtCheck
+		}
+		add(f.Probe, cookie)
 		for _, r := range f.Returns {
 			add(r, goTLSHandshake|goTLSRet)
 		}
