@@ -53,7 +53,7 @@ func build(t *testing.T) {
 			bins.h2appGRPC181 = filepath.Join(dir, "h2app-grpc-1.81")
 			return
 		}
-		bins.dir, bins.err = os.MkdirTemp("", "weft-e2e-")
+		bins.dir, bins.err = sharedTempDir("weft-e2e-")
 		if bins.err != nil {
 			return
 		}
@@ -94,10 +94,27 @@ func repoRoot() string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if bins.dir != "" {
-		os.RemoveAll(bins.dir)
+	for _, dir := range sharedDirs.paths {
+		os.RemoveAll(dir)
 	}
 	os.Exit(code)
+}
+
+// sharedDirs are the temporary directories of what the tests build once
+// and share (binaries, scripts, environments): TestMain removes them.
+var sharedDirs struct {
+	sync.Mutex
+	paths []string
+}
+
+func sharedTempDir(prefix string) (string, error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err == nil {
+		sharedDirs.Lock()
+		sharedDirs.paths = append(sharedDirs.paths, dir)
+		sharedDirs.Unlock()
+	}
+	return dir, err
 }
 
 // setup gates a test on privileges and builds the binaries.

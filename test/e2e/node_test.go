@@ -59,7 +59,7 @@ func nodeAsync(t *testing.T) (app, companion string) {
 				return
 			}
 		}
-		tmp, err := os.MkdirTemp("", "weft-node-")
+		tmp, err := sharedTempDir("weft-node-")
 		if err != nil {
 			nodeApp.err = err
 			return

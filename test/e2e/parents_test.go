@@ -183,7 +183,7 @@ func buildGoAsync(t *testing.T) map[string]string {
 		return map[string]string{"go-default": filepath.Join(dir, "goasync-go-default")}
 	}
 	goAsync.once.Do(func() {
-		dir, err := os.MkdirTemp("", "weft-goasync-")
+		dir, err := sharedTempDir("weft-goasync-")
 		if err != nil {
 			goAsync.err = err
 			return

@@ -52,7 +52,7 @@ func pyAsync(t *testing.T) (app, venvPython, companion string) {
 			}
 		}
 		pyAsyncEnv.venv = filepath.Join(venv, "bin", "python")
-		dir, err := os.MkdirTemp("", "weft-python-")
+		dir, err := sharedTempDir("weft-python-")
 		if err != nil {
 			pyAsyncEnv.err = err
 			return

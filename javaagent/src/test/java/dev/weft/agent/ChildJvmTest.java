@@ -19,6 +19,7 @@ import javax.tools.JavaFileObject;
 import javax.tools.SimpleJavaFileObject;
 import javax.tools.ToolProvider;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** Agent start-up paths that need a JVM of their own. */
 class ChildJvmTest {
@@ -177,8 +178,7 @@ class ChildJvmTest {
   }
 
   @Test
-  void aClassThatCannotBeInstrumentedLeavesTheRestWorking() throws Exception {
-    Path dir = Files.createTempDirectory("weft-impostor");
+  void aClassThatCannotBeInstrumentedLeavesTheRestWorking(@TempDir Path dir) throws Exception {
     List<JavaFileObject> sources = new ArrayList<>();
     for (Map.Entry<String, String> e : ChildMain.IMPOSTOR.entrySet()) {
       String file = e.getKey().substring(e.getKey().lastIndexOf('.') + 1) + ".java";

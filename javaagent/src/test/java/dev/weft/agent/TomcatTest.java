@@ -13,13 +13,13 @@ import java.net.HttpURLConnection;
 import java.net.URI;
 import java.net.URLClassLoader;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -35,8 +35,7 @@ class TomcatTest {
 
   @ParameterizedTest
   @ValueSource(strings = {"9.0.124", "11.0.29"})
-  void eachRequestGetsItsOwnId(String version) throws Exception {
-    Path base = Files.createTempDirectory("weft-tomcat");
+  void eachRequestGetsItsOwnId(String version, @TempDir Path base) throws Exception {
     Map<String, Long> servedUnder = new ConcurrentHashMap<>();
     try (URLClassLoader loader = Isolated.loader("weft.test.tomcat", version)) {
       ClassLoader previous = Thread.currentThread().getContextClassLoader();
