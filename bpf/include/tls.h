@@ -19,7 +19,9 @@
 
 /* An open read or write call of a TLS library, per thread. */
 struct tls_call {
-	__u64 conn; /* the library's connection object (SSL *) */
+	__u64 conn; /* the library's connection object (SSL *); 0: the call
+		     * ended, its entry kept for the thread's next call to
+		     * be written in place (tls_call_end) */
 	__u64 buf;  /* the caller's plaintext buffer */
 	__u64 done; /* where an _ex variant stores the bytes it moved, else 0 */
 	__u64 sock; /* the socket a nested call moved ciphertext on, else 0 */
@@ -142,6 +144,8 @@ static __always_inline bool tls_nested(struct proc_info *pi, __u64 pid_tgid, __u
 		return false;
 	__u64 key = tls_call_key(pi, pid_tgid);
 	struct tls_call *c = bpf_map_lookup_elem(&tls_calls, &key);
+	if (c && !c->conn)
+		c = NULL;
 	if (c && c->sock != sk && c->unended && tls_note_stale(c, pid_tgid >> 32, sk)) {
 		bpf_map_delete_elem(&tls_calls, &key);
 		c = NULL;

@@ -153,6 +153,8 @@ static __always_inline void tls_bio_write(struct proc_info *pi, __u64 pid_tgid, 
 		return;
 	proc_tls_mark(pi, WEFT_PROC_TLS_BIO);
 	struct tls_call *c = bpf_map_lookup_elem(&tls_calls, &pid_tgid);
+	if (c && !c->conn)
+		c = NULL; /* ended */
 	struct tls_conn_key k = {.conn = c ? c->conn : 0, .tgid = fp.tgid};
 	if (c && (c->sock || bpf_map_lookup_elem(&tls_socks, &k)))
 		return; /* tied already */

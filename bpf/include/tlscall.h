@@ -26,16 +26,18 @@ static __always_inline void tls_call_begin(struct proc_info *pi, __u64 key, cons
 	*open = *c;
 }
 
-/* The note of the call returning now under key, taken from the map: dir
- * is what the returning function moves (TLS_NO_PLAINTEXT: a handshake),
- * so a nested handshake's return leaves its caller's note. */
+/* The note of the call returning now under key, copied out and marked
+ * ended: dir is what the returning function moves (TLS_NO_PLAINTEXT: a
+ * handshake), so a nested handshake's return leaves its caller's note.
+ * The entry stays for the thread's next call (a delete and an insert
+ * would free and allocate an LRU node per call). */
 static __always_inline bool tls_call_end(__u64 key, __u8 dir, struct tls_call *out)
 {
 	struct tls_call *p = bpf_map_lookup_elem(&tls_calls, &key);
-	if (!p || p->dir != dir)
+	if (!p || !p->conn || p->dir != dir)
 		return false;
 	*out = *p;
-	bpf_map_delete_elem(&tls_calls, &key);
+	p->conn = 0;
 	return true;
 }
 
