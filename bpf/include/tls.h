@@ -113,16 +113,26 @@ static __always_inline bool tls_note_stale(const struct tls_call *c, __u32 tgid,
 	return known && known != sk;
 }
 
-/* Ties connection object conn of process tgid to socket sk: from now on
- * sk carries that connection's ciphertext, which no socket call reports
- * (tls_nested). Written only when it changes: an LRU update allocates. */
-static __always_inline void tls_tie(__u64 conn, __u32 tgid, __u64 sk)
+/* Names sk the socket of connection object conn of process tgid; false
+ * when it was already. Written only when it changes: an LRU update
+ * allocates. */
+static __always_inline bool tls_socks_set(__u64 conn, __u32 tgid, __u64 sk)
 {
 	struct tls_conn_key k = {.conn = conn, .tgid = tgid};
 	__u64 *known = bpf_map_lookup_elem(&tls_socks, &k);
 	if (known && *known == sk)
-		return;
+		return false;
 	bpf_map_update_elem(&tls_socks, &k, &sk, BPF_ANY);
+	return true;
+}
+
+/* Ties connection object conn of process tgid to socket sk: from now on
+ * sk carries that connection's ciphertext, which no socket call reports
+ * (tls_nested). */
+static __always_inline void tls_tie(__u64 conn, __u32 tgid, __u64 sk)
+{
+	if (!tls_socks_set(conn, tgid, sk))
+		return;
 	__u8 *flags = bpf_map_lookup_elem(&tracked_socks, &sk);
 	if (flags) {
 		*flags |= SOCK_CIPHER;

@@ -107,11 +107,9 @@ static __always_inline bool tls_record_peek(const struct user_buf *ub, __u32 byt
  * freed connection whose free weft did not see is replaced). */
 static __always_inline void tls_bio_tie(__u64 conn, __u32 tgid, __u64 sk)
 {
-	struct tls_conn_key k = {.conn = conn, .tgid = tgid};
-	__u64 *cur = bpf_map_lookup_elem(&tls_socks, &k);
-	if (cur && *cur == sk)
+	if (!tls_socks_set(conn, tgid, sk))
 		return;
-	bpf_map_update_elem(&tls_socks, &k, &sk, BPF_ANY);
+	struct tls_conn_key k = {.conn = conn, .tgid = tgid};
 	bpf_map_update_elem(&tls_bio_socks, &sk, &k, BPF_ANY);
 	count(WEFT_STAT_TLS_BIO_LEARNED);
 }
