@@ -260,18 +260,30 @@ func startWeft(t *testing.T, rcv *otlptest.Receiver, args ...string) *weft {
 		if !w.Alive() {
 			t.Fatalf("weft exited:\n%s", w.Output())
 		}
-		if _, err := w.Metrics(); err == nil {
-			for _, line := range strings.Split(w.Output(), "\n") {
-				if strings.Contains(line, "msg=attached") {
-					t.Logf("weft: %s", line)
+		// The attached line precedes the metrics server; its copy from
+		// weft's pipe may lag, so both are waited for.
+		if attached := attachedLine(w.Output()); attached != "" {
+			if _, err := w.Metrics(); err == nil {
+				t.Logf("weft: %s", attached)
+				if probes != "auto" && !strings.Contains(attached, " path="+probes+" ") {
+					t.Fatalf("weft attached on another path than --probes=%s: %s", probes, attached)
 				}
+				return w
 			}
-			return w
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("weft not ready after 2m:\n%s", w.Output())
 	return nil
+}
+
+func attachedLine(out string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "msg=attached") {
+			return line
+		}
+	}
+	return ""
 }
 
 // Metrics reads weft's self-metrics.
