@@ -76,7 +76,10 @@ func startJVM(t *testing.T, java, service string, env []string, opts ...string) 
 func startJVMJar(t *testing.T, java, name, jar string, env []string, opts ...string) jvm {
 	t.Helper()
 	port := freePort(t)
-	args := append(append([]string{"-XX:+PreserveFramePointer"}, opts...), "-jar", jar)
+	// Its own temporary directory, removed after it stops: embedded
+	// Tomcat leaves a tomcat.<port>.* directory there on every start.
+	tmp := t.TempDir()
+	args := append(append([]string{"-XX:+PreserveFramePointer", "-Djava.io.tmpdir=" + tmp}, opts...), "-jar", jar)
 	p := &proc{cmd: exec.Command(java, args...), done: make(chan struct{})}
 	p.cmd.Env = append(append(os.Environ(), "OTEL_SERVICE_NAME="+name, "PORT="+strconv.Itoa(port)), env...)
 	p.cmd.Stdout = p
@@ -85,6 +88,11 @@ func startJVMJar(t *testing.T, java, name, jar string, env []string, opts ...str
 		t.Fatalf("start %s: %v", name, err)
 	}
 	go func() { p.cmd.Wait(); close(p.done) }()
+	// The JIT's symbol map that weft's profiler asks for: HotSpot writes
+	// it to /tmp whatever java.io.tmpdir says. (Cleanups run last first:
+	// this one after the JVM stopped.)
+	perfMap := fmt.Sprintf("/tmp/perf-%d.map", p.cmd.Process.Pid)
+	t.Cleanup(func() { os.Remove(perfMap) })
 	t.Cleanup(p.stop)
 	scheme, client := "http", http.DefaultClient
 	if slices.Contains(env, "SERVER_SSL_ENABLED=true") { // Spring Boot serving HTTPS
