@@ -30,7 +30,7 @@ while [ "$left" -gt 0 ]; do
 	status=$?
 	for name in "${!pids[@]}"; do
 		if [ "${pids[$name]}" = "$done" ]; then
-			echo "== go test ($name) ended with exit $status:"
+			echo "== go test ($name) ended with exit $status after ${SECONDS} s:"
 			cat "$logs/$name"
 			unset "pids[$name]"
 		fi
