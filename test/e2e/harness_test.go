@@ -277,6 +277,7 @@ func startWeft(t *testing.T, rcv *otlptest.Receiver, args ...string) *weft {
 	return nil
 }
 
+// attachedLine is weft's log line that says which path it attached on.
 func attachedLine(out string) string {
 	for _, line := range strings.Split(out, "\n") {
 		if strings.Contains(line, "msg=attached") {
