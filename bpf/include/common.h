@@ -299,8 +299,13 @@ static __always_inline void agent_packet(__u64 pid_tgid, __u8 op, __u64 val)
 	__u32 tgid = pid_tgid >> 32;
 	struct proc_info *cur = proc_of(tgid);
 	if (!cur || cur->mode != WEFT_MODE_AGENT) {
-		/* The TLS calls noted so far stay noted. */
-		struct proc_info agent = {.mode = WEFT_MODE_AGENT, .tls = cur ? cur->tls : 0};
+		/* What the kernel side noted so far stays noted. */
+		struct proc_info agent = {.mode = WEFT_MODE_AGENT};
+		if (cur) {
+			agent.clients = cur->clients;
+			agent.tls = cur->tls;
+			agent.h2 = cur->h2;
+		}
 		bpf_map_update_elem(&proc_mode, &tgid, &agent, BPF_ANY);
 		/* Its agent's library is mapped now: user space probes it
 		 * (jvmtls.h). */

@@ -237,6 +237,9 @@ static __always_inline bool h2_preface(const __u8 *d, __u32 n, __u32 bytes)
 	return true;
 }
 
+/* The proc_mode entry h2_detect gives a process not classified yet. */
+static const struct proc_info h2_noted = {.mode = WEFT_MODE_UNKNOWN, .h2 = 1};
+
 /* The walk state of a direction of sk, if its connection is HTTP/2. */
 static __always_inline struct h2_walk *h2_lookup(__u64 sk, __u8 dir)
 {
@@ -252,7 +255,14 @@ static __always_inline struct h2_walk *h2_detect(struct event_buf *e, struct pro
 	if (!h2_preface(e->data, n, bytes))
 		return NULL;
 	/* Before the walk exists: the other direction's next call, on
-	 * another CPU, must look for it. */
+	 * another CPU, must look for it. A process user space has not
+	 * classified yet has no entry to mark: it gets one, of unknown mode
+	 * as without, which user space keeps the mark of when it classifies
+	 * the process (else its entry would skip the walk from then on). */
+	if (!pi) {
+		bpf_map_update_elem(&proc_mode, &e->hdr.pid, &h2_noted, BPF_NOEXIST);
+		pi = proc_of(e->hdr.pid);
+	}
 	if (pi && !pi->h2)
 		pi->h2 = 1;
 	struct h2_key k = {.sock = sk, .dir = dir};
