@@ -329,6 +329,10 @@ func TestSIGKILLLeavesNothingAttached(t *testing.T) {
 		}()
 	}
 	time.Sleep(2 * time.Second)
+	held := heldProgramIDs(t, w.cmd.Process.Pid)
+	if len(held) == 0 {
+		t.Fatal("weft holds no BPF program before its SIGKILL")
+	}
 	if err := w.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +345,7 @@ func TestSIGKILLLeavesNothingAttached(t *testing.T) {
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		left := weftPrograms(t)
+		left := stillLoaded(t, held)
 		if len(left) == 0 {
 			break
 		}
@@ -353,40 +357,53 @@ func TestSIGKILLLeavesNothingAttached(t *testing.T) {
 	t.Logf("%d requests, none failed; no weft program left", sent.Load())
 }
 
-// weftPrograms lists the kernel's loaded programs named weft_*.
-func weftPrograms(t *testing.T) []string {
+// heldProgramIDs lists the ids of the BPF programs a process holds, by a
+// program or a link fd. Other weft instances run side by side with this test
+// (and bpftool need not report holders), so the check after the SIGKILL is
+// by these ids, not by name.
+func heldProgramIDs(t *testing.T, pid int) map[int]bool {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d/fdinfo", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[int]bool{}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue // closed since the listing
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "prog_id:"); ok {
+				if id, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+					ids[id] = true
+				}
+			}
+		}
+	}
+	return ids
+}
+
+// stillLoaded names the programs of ids the kernel still has loaded.
+func stillLoaded(t *testing.T, ids map[int]bool) []string {
 	t.Helper()
 	out, err := exec.Command("bpftool", "prog", "show", "--json").Output()
 	if err != nil {
 		t.Fatalf("bpftool: %v", err)
 	}
 	var progs []struct {
+		ID   int    `json:"id"`
 		Name string `json:"name"`
-		Pids []struct {
-			Pid int `json:"pid"`
-		} `json:"pids"`
 	}
 	if err := json.Unmarshal(out, &progs); err != nil {
 		t.Fatal(err)
 	}
 	var names []string
 	for _, p := range progs {
-		// Other weft instances (parallel tests) may run: count only
-		// programs no live process holds, or held by no one at all.
-		if strings.HasPrefix(p.Name, "weft_") && !heldByLiveWeft(p.Pids) {
-			names = append(names, p.Name)
+		if ids[p.ID] {
+			names = append(names, fmt.Sprintf("%s (id %d)", p.Name, p.ID))
 		}
 	}
 	return names
-}
-
-func heldByLiveWeft(pids []struct {
-	Pid int `json:"pid"`
-}) bool {
-	for _, p := range pids {
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p.Pid)); err == nil && strings.TrimSpace(string(b)) != "" {
-			return true
-		}
-	}
-	return false
 }
