@@ -97,7 +97,7 @@ func TestProfileOTLPExport(t *testing.T) {
 			t.Logf("weft:\n%s", w.Output())
 		}
 	}()
-	get(t, "http://"+addr+"/burn?ms=200")
+	get(t, "http://"+addr+"/burn?cpums=200")
 	done := time.Now()
 	id := waitSpans(t, rcv, 1, 20*time.Second, func(s span) bool { return s.service == "websrv" })[0].id
 	waitProfiles(done, time.Second)

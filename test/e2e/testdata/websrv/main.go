@@ -1,7 +1,8 @@
 // Command websrv is the traced application of weft's end-to-end tests.
 //
 //	-mode=nethttp  a net/http server: /hello, /sleep?ms=N[&status=S], /status/N, /big?bytes=N,
-//	               /burn?ms=N (N ms of CPU in weftBurnCPUHotLoop, default 200),
+//	               /burn?ms=N (N ms of wall time in weftBurnCPUHotLoop, default 200),
+//	               /burn?cpums=N (N ms of the handler thread's own CPU time),
 //	               /work/... (200 after 0-10 ms, for the async-parents tests)
 //	-background-burn  also burn CPU outside any request, in weftBackgroundBurn
 //	-mode=sender   sends -requests requests to -downstream, each over a
@@ -29,6 +30,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/weftdev/weft/test/testcert"
 )
@@ -131,11 +134,15 @@ func handlers() http.Handler {
 		fmt.Fprintf(w, "traceparent=%d %s\n", len(r.Header.Values("Traceparent")), strings.Join(r.Header.Values("Traceparent"), ","))
 	})
 	mux.HandleFunc("/burn", func(w http.ResponseWriter, r *http.Request) {
+		if cpu, err := strconv.Atoi(r.URL.Query().Get("cpums")); err == nil && cpu > 0 {
+			fmt.Fprintf(w, "burnt %x\n", weftBurnThreadCPU(time.Duration(cpu)*time.Millisecond))
+			return
+		}
 		ms, err := strconv.Atoi(r.URL.Query().Get("ms"))
 		if err != nil || ms <= 0 {
 			ms = 200
 		}
-		fmt.Fprintf(w, "burnt %x\n", weftBurnCPUHotLoop(time.Duration(ms)*time.Millisecond))
+		fmt.Fprintf(w, "burnt %x\n", weftBurnCPUHotLoop(time.Now, time.Duration(ms)*time.Millisecond))
 	})
 	mux.HandleFunc("/work/", func(w http.ResponseWriter, r *http.Request) {
 		// The backend of the async-parents tests: its callers hold many
@@ -270,15 +277,33 @@ func (d *downConn) close() {
 	}
 }
 
-// weftBurnCPUHotLoop keeps the calling goroutine on a CPU for d. The
-// profiling tests look for its name in the request's flame graph; the
-// result goes into the response so the loop cannot be optimised away.
+// weftBurnThreadCPU burns d of the thread's own CPU time, however busy the
+// machine: the profiling tests count its samples, and an on-CPU sampler
+// sees CPU time, not wall time.
+func weftBurnThreadCPU(d time.Duration) uint64 {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return weftBurnCPUHotLoop(threadCPU, d)
+}
+
+func threadCPU() time.Time {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		panic(err)
+	}
+	return time.Unix(ts.Unix())
+}
+
+// weftBurnCPUHotLoop keeps the calling goroutine on a CPU until now has
+// advanced by d. The profiling tests look for its name in the request's
+// flame graph; the result goes into the response so the loop cannot be
+// optimised away.
 //
 //go:noinline
-func weftBurnCPUHotLoop(d time.Duration) uint64 {
-	deadline := time.Now().Add(d)
+func weftBurnCPUHotLoop(now func() time.Time, d time.Duration) uint64 {
+	deadline := now().Add(d)
 	h := uint64(14695981039346656037) // FNV-1a offset basis
-	for time.Now().Before(deadline) {
+	for now().Before(deadline) {
 		for i := range 200000 {
 			h = (h ^ uint64(i)) * 1099511628211
 		}
