@@ -58,6 +58,9 @@ while True:
 	if _, err := io.ReadAll(c); err != nil {
 		t.Fatal(err)
 	}
+	// The main thread may be sampled in the span before the response
+	// (starting the responder thread): judge only what follows it.
+	answered := monotonicNow(t)
 	c.Close()
 	time.Sleep(50 * time.Millisecond)
 	if v, ok, err := tr.TracesCtx(pid, pid); err != nil || ok {
@@ -66,7 +69,7 @@ while True:
 	samples := collect(t, s, time.Second)
 	main, inSpan := 0, 0
 	for _, smp := range samples {
-		if smp.TID != pid {
+		if smp.TID != pid || smp.Time < answered {
 			continue
 		}
 		main++
