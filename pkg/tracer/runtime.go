@@ -59,9 +59,10 @@ func (c Correlation) info() tpProcInfo {
 
 // infoKeeping is c's proc_mode entry keeping what the kernel side noted
 // in cur (the process's TLS calls, tls.h; its HTTP/2 connections,
-// h2walk.h).
+// h2walk.h; its outgoing connections, propagate.h).
 func (c Correlation) infoKeeping(cur tpProcInfo) tpProcInfo {
 	i := c.info()
+	i.Clients = cur.Clients
 	i.Tls = cur.Tls
 	i.H2 = cur.H2
 	return i
