@@ -12,10 +12,11 @@ import (
 // attachesAtOpen reports whether Open attaches a program of this ELF
 // section. perf_event programs (the stack sampler) attach only while
 // sampling is on, to perf events StartSampling opens; uprobes (the Go
-// runtime's hooks) per process, when one is classified (runtime.go).
+// runtime's hooks) per process, when one is classified (runtime.go);
+// syscall programs never (user space runs them).
 func attachesAtOpen(section string) bool {
 	kind, _, _ := strings.Cut(section, "/")
-	return kind != "perf_event" && kind != "uprobe" && kind != "uretprobe"
+	return kind != "perf_event" && kind != "uprobe" && kind != "uretprobe" && kind != "syscall"
 }
 
 // attachTarget is what some program types attach to.

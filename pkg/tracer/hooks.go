@@ -94,6 +94,8 @@ var hooks = []hook{
 	{prog: "weft_sock_state", paths: onEvery},
 	{prog: "weft_sock_reset", paths: onEvery, lost: "a reset by the peer reads as its close (no error on the span)"},
 	{prog: "weft_sample", paths: onEvery},
+	// Run by user space to classify a process (runtime.go), never attached.
+	{prog: "weft_set_mode", paths: onEvery},
 
 	// The kprobe path: the TCP send and receive functions.
 	{prog: "weft_tcp_sendmsg", paths: onKprobe},
@@ -262,6 +264,7 @@ type objects struct {
 	TracesCtx    *ebpf.Map     `ebpf:"traces_ctx_v1"`
 	ThreadSlot   *ebpf.Map     `ebpf:"thread_slot"`
 	Sample       *ebpf.Program `ebpf:"weft_sample"`
+	SetMode      *ebpf.Program `ebpf:"weft_set_mode"`
 	// Set by BPF at a thread's first slot registration; by pullSlots
 	// for registrations made before weft started.
 	SlotsInUse *ebpf.Variable `ebpf:"slots_in_use"`
@@ -360,7 +363,7 @@ func dropTLSVariant(spec *ebpf.CollectionSpec) {
 
 func (o *objects) Close() error {
 	return closeAll(o.CgroupFilter, o.ClientSocks, o.EagainRetry, o.Events, o.GoH2Fresh, o.LastDrop, o.NotHTTPSocks, o.PidFilter,
-		o.ProcMode, o.Samples, o.SamplesBegun, o.Stats, o.TracesCtx, o.Sample)
+		o.ProcMode, o.Samples, o.SamplesBegun, o.Stats, o.TracesCtx, o.Sample, o.SetMode)
 }
 
 func (r *runtimePrograms) Close() error {

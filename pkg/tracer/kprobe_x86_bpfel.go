@@ -465,6 +465,7 @@ const (
 	kprobeProgWeftNgxUpstreamInitRet = "weft_ngx_upstream_init_ret"
 	kprobeProgWeftNodeAnnounce       = "weft_node_announce"
 	kprobeProgWeftSample             = "weft_sample"
+	kprobeProgWeftSetMode            = "weft_set_mode"
 	kprobeProgWeftSockReset          = "weft_sock_reset"
 	kprobeProgWeftSockState          = "weft_sock_state"
 	kprobeProgWeftSockops            = "weft_sockops"
@@ -577,6 +578,7 @@ type kprobeProgramSpecs struct {
 	WeftNgxUpstreamInitRet *ebpf.ProgramSpec `ebpf:"weft_ngx_upstream_init_ret"`
 	WeftNodeAnnounce       *ebpf.ProgramSpec `ebpf:"weft_node_announce"`
 	WeftSample             *ebpf.ProgramSpec `ebpf:"weft_sample"`
+	WeftSetMode            *ebpf.ProgramSpec `ebpf:"weft_set_mode"`
 	WeftSockReset          *ebpf.ProgramSpec `ebpf:"weft_sock_reset"`
 	WeftSockState          *ebpf.ProgramSpec `ebpf:"weft_sock_state"`
 	WeftSockops            *ebpf.ProgramSpec `ebpf:"weft_sockops"`
@@ -909,6 +911,7 @@ type kprobePrograms struct {
 	WeftNgxUpstreamInitRet *ebpf.Program `ebpf:"weft_ngx_upstream_init_ret"`
 	WeftNodeAnnounce       *ebpf.Program `ebpf:"weft_node_announce"`
 	WeftSample             *ebpf.Program `ebpf:"weft_sample"`
+	WeftSetMode            *ebpf.Program `ebpf:"weft_set_mode"`
 	WeftSockReset          *ebpf.Program `ebpf:"weft_sock_reset"`
 	WeftSockState          *ebpf.Program `ebpf:"weft_sock_state"`
 	WeftSockops            *ebpf.Program `ebpf:"weft_sockops"`
@@ -960,6 +963,7 @@ func (p *kprobePrograms) Close() error {
 		p.WeftNgxUpstreamInitRet,
 		p.WeftNodeAnnounce,
 		p.WeftSample,
+		p.WeftSetMode,
 		p.WeftSockReset,
 		p.WeftSockState,
 		p.WeftSockops,

@@ -57,15 +57,20 @@ func (c Correlation) info() tpProcInfo {
 	return tpProcInfo{Mode: uint8(c.Mode), GoidOff: c.g.Goid, ParentGoidOff: c.g.ParentGoid}
 }
 
-// infoKeeping is c's proc_mode entry keeping what the kernel side noted
-// in cur (the process's TLS calls, tls.h; its HTTP/2 connections,
-// h2walk.h; its outgoing connections, propagate.h).
-func (c Correlation) infoKeeping(cur tpProcInfo) tpProcInfo {
-	i := c.info()
-	i.Clients = cur.Clients
-	i.Tls = cur.Tls
-	i.H2 = cur.H2
-	return i
+// setMode writes c into pid's proc_mode entry from inside the kernel
+// (weft_set_mode), keeping what the kernel side noted there (the
+// process's TLS calls, tls.h; its HTTP/2 connections, h2walk.h; its
+// outgoing connections, propagate.h), and says the mode the entry has:
+// an agent's, set by its first packet, rules.
+func (t *Tracer) setMode(pid uint32, c Correlation) (Mode, error) {
+	ret, err := t.objs.SetMode.Run(&ebpf.RunOptions{Context: tpSetModeArgs{Tgid: pid, Want: c.info()}})
+	if err != nil {
+		return ModeUnknown, fmt.Errorf("run weft_set_mode: %w", err)
+	}
+	if int32(ret) < 0 {
+		return ModeUnknown, fmt.Errorf("process %d's proc_mode entry vanished as it was written", pid)
+	}
+	return Mode(ret), nil
 }
 
 // hookPlan is what a runtime needs attached to one process, and the mode
@@ -274,18 +279,18 @@ func (t *Tracer) setupRuntime(pid uint32) Correlation {
 			c.Reason += fmt.Sprintf("; %d threads registered before weft", pulled)
 		}
 	}
-	var cur tpProcInfo
-	if err := t.objs.ProcMode.Lookup(pid, &cur); err == nil && Mode(cur.Mode) == ModeAgent || pulled > 0 {
-		// It speaks the mount protocol: the ids its agent mounts rule.
-		c = Correlation{Mode: ModeAgent, Reason: "an agent mounts request ids on its threads (" + c.Reason + ")"}
-		if Mode(cur.Mode) != ModeAgent {
-			if err := t.objs.ProcMode.Put(pid, c.infoKeeping(cur)); err != nil {
-				t.log.Warn("cannot set a process's correlation", "pid", pid, "err", err)
-			}
-		}
-	} else if err := t.objs.ProcMode.Put(pid, c.infoKeeping(cur)); err != nil {
+	// A process that speaks the mount protocol: the ids its agent
+	// mounts rule.
+	agent := Correlation{Mode: ModeAgent, Reason: "an agent mounts request ids on its threads (" + c.Reason + ")"}
+	if pulled > 0 {
+		c = agent
+	}
+	switch mode, err := t.setMode(pid, c); {
+	case err != nil:
 		t.log.Warn("cannot set a process's correlation", "pid", pid, "err", err)
 		c = Correlation{Mode: ModeUnknown, Reason: fmt.Sprintf("proc_mode map: %v", err)}
+	case mode == ModeAgent:
+		c = agent
 	}
 	t.corrs[pid] = c
 	if ns, ok := netNSOf(pid); ok {

@@ -1,18 +1,60 @@
 package tracer
 
-import "testing"
+import (
+	"testing"
 
-// Re-classifying a process keeps what the kernel side noted in its
-// proc_mode entry: without its TLS bits its socket calls nested in TLS
-// calls would pass for plaintext, without h2 its HTTP/2 connections'
-// calls would skip their walk, and without clients a Go program's sends
-// would not note their goroutine for injection.
-func TestInfoKeepingKeepsKernelNotes(t *testing.T) {
-	cur := tpProcInfo{Mode: uint8(ModeThread), Clients: 1, Tls: 3, H2: 1, GoidOff: 1}
-	c := Correlation{Mode: ModeGo}
-	got := c.infoKeeping(cur)
-	want := tpProcInfo{Mode: uint8(ModeGo), Clients: 1, Tls: 3, H2: 1}
-	if got != want {
-		t.Errorf("infoKeeping(%+v) = %+v, want %+v", cur, got, want)
+	"github.com/weftdev/weft/pkg/goexec"
+	"github.com/weftdev/weft/pkg/testenv"
+)
+
+// Classifying a process keeps what the kernel side noted in its proc_mode
+// entry: without its TLS bits its socket calls nested in TLS calls would
+// pass for plaintext, without h2 its HTTP/2 connections' calls would skip
+// their walk, and without clients a Go program's sends would not note
+// their goroutine for injection. An agent's mode, set by its first
+// packet, rules.
+func TestSetModeKeepsKernelNotes(t *testing.T) {
+	testenv.RequirePrivileged(t)
+	tr := openTestTracer(t, Options{})
+	const pid = 0x7ffffff0 // no process's: fork and exit leave it alone
+	goProc := Correlation{Mode: ModeGo, g: goexec.GOffsets{Goid: 152, ParentGoid: 160}}
+	for _, tc := range []struct {
+		name     string
+		cur      *tpProcInfo // nil: no entry
+		c        Correlation
+		wantMode Mode
+		want     tpProcInfo
+	}{
+		{"no entry", nil, goProc, ModeGo,
+			tpProcInfo{Mode: uint8(ModeGo), GoidOff: 152, ParentGoidOff: 160}},
+		{"marked before classification", &tpProcInfo{Clients: 1, Tls: 3, H2: 1}, goProc, ModeGo,
+			tpProcInfo{Mode: uint8(ModeGo), Clients: 1, GoidOff: 152, ParentGoidOff: 160, Tls: 3, H2: 1}},
+		{"classified again", &tpProcInfo{Mode: uint8(ModeGo), GoidOff: 1, ParentGoidOff: 2, H2: 1}, Correlation{Mode: ModeThread}, ModeThread,
+			tpProcInfo{Mode: uint8(ModeThread), H2: 1}},
+		{"an agent's", &tpProcInfo{Mode: uint8(ModeAgent), Tls: 1}, Correlation{Mode: ModeThread}, ModeAgent,
+			tpProcInfo{Mode: uint8(ModeAgent), Tls: 1}},
+		{"becomes an agent's", &tpProcInfo{Mode: uint8(ModeThread), H2: 1}, Correlation{Mode: ModeAgent}, ModeAgent,
+			tpProcInfo{Mode: uint8(ModeAgent), H2: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr.objs.ProcMode.Delete(uint32(pid))
+			t.Cleanup(func() { tr.objs.ProcMode.Delete(uint32(pid)) })
+			if tc.cur != nil {
+				if err := tr.objs.ProcMode.Put(uint32(pid), *tc.cur); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mode, err := tr.setMode(pid, tc.c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got tpProcInfo
+			if err := tr.objs.ProcMode.Lookup(uint32(pid), &got); err != nil {
+				t.Fatal(err)
+			}
+			if mode != tc.wantMode || got != tc.want {
+				t.Errorf("setMode(%v) over %+v = %v, entry %+v; want %v, %+v", tc.c.Mode, tc.cur, mode, got, tc.wantMode, tc.want)
+			}
+		})
 	}
 }

@@ -278,6 +278,13 @@ type tpServing struct {
 	Pad        [3]uint8
 }
 
+type tpSetModeArgs struct {
+	_    structs.HostLayout
+	Tgid uint32
+	Want tpProcInfo
+	Pad  uint32
+}
+
 type tpSpanCtx struct {
 	_          structs.HostLayout
 	TraceId    [16]uint8
@@ -568,6 +575,7 @@ const (
 	tpProgWeftNgxUpstreamInitRet = "weft_ngx_upstream_init_ret"
 	tpProgWeftNodeAnnounce       = "weft_node_announce"
 	tpProgWeftSample             = "weft_sample"
+	tpProgWeftSetMode            = "weft_set_mode"
 	tpProgWeftSockReceived       = "weft_sock_received"
 	tpProgWeftSockRecv           = "weft_sock_recv"
 	tpProgWeftSockReset          = "weft_sock_reset"
@@ -697,6 +705,7 @@ type tpProgramSpecs struct {
 	WeftNgxUpstreamInitRet *ebpf.ProgramSpec `ebpf:"weft_ngx_upstream_init_ret"`
 	WeftNodeAnnounce       *ebpf.ProgramSpec `ebpf:"weft_node_announce"`
 	WeftSample             *ebpf.ProgramSpec `ebpf:"weft_sample"`
+	WeftSetMode            *ebpf.ProgramSpec `ebpf:"weft_set_mode"`
 	WeftSockReceived       *ebpf.ProgramSpec `ebpf:"weft_sock_received"`
 	WeftSockRecv           *ebpf.ProgramSpec `ebpf:"weft_sock_recv"`
 	WeftSockReset          *ebpf.ProgramSpec `ebpf:"weft_sock_reset"`
@@ -1046,6 +1055,7 @@ type tpPrograms struct {
 	WeftNgxUpstreamInitRet *ebpf.Program `ebpf:"weft_ngx_upstream_init_ret"`
 	WeftNodeAnnounce       *ebpf.Program `ebpf:"weft_node_announce"`
 	WeftSample             *ebpf.Program `ebpf:"weft_sample"`
+	WeftSetMode            *ebpf.Program `ebpf:"weft_set_mode"`
 	WeftSockReceived       *ebpf.Program `ebpf:"weft_sock_received"`
 	WeftSockRecv           *ebpf.Program `ebpf:"weft_sock_recv"`
 	WeftSockReset          *ebpf.Program `ebpf:"weft_sock_reset"`
@@ -1114,6 +1124,7 @@ func (p *tpPrograms) Close() error {
 		p.WeftNgxUpstreamInitRet,
 		p.WeftNodeAnnounce,
 		p.WeftSample,
+		p.WeftSetMode,
 		p.WeftSockReceived,
 		p.WeftSockRecv,
 		p.WeftSockReset,
