@@ -1,20 +1,18 @@
 package nodeagent
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/weftdev/weft/pkg/procinfo"
 )
 
 // closeInspector runs after the companion: the inspector that SIGUSR1
@@ -198,38 +196,19 @@ func sameNetNS(pid int) (bool, error) {
 
 // listeningPorts lists the TCP ports process pid listens on.
 func listeningPorts(pid int) (map[int]bool, error) {
-	proc := "/proc/" + strconv.Itoa(pid)
-	fds, err := os.ReadDir(proc + "/fd")
+	inodes, err := procinfo.SocketInodes(pid)
 	if err != nil {
-		return nil, fmt.Errorf("process %d: %w", pid, err)
+		return nil, err
 	}
-	inodes := map[string]bool{}
-	for _, fd := range fds {
-		l, err := os.Readlink(filepath.Join(proc, "fd", fd.Name()))
-		if err == nil && strings.HasPrefix(l, "socket:[") {
-			inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
-		}
+	socks, err := procinfo.NetTCP(pid)
+	if err != nil {
+		return nil, err
 	}
 	ports := map[int]bool{}
-	for _, table := range []string{"/net/tcp", "/net/tcp6"} {
-		f, err := os.Open(proc + table)
-		if err != nil {
-			continue
+	for _, s := range socks {
+		if s.State == procinfo.TCPListen && inodes[s.Inode] {
+			ports[s.LocalPort] = true
 		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
-			fs := strings.Fields(sc.Text())
-			if len(fs) < 10 || fs[3] != "0A" || !inodes[fs[9]] {
-				continue
-			}
-			if i := strings.LastIndexByte(fs[1], ':'); i >= 0 {
-				if p, err := strconv.ParseInt(fs[1][i+1:], 16, 32); err == nil {
-					ports[int(p)] = true
-				}
-			}
-		}
-		f.Close()
 	}
 	return ports, nil
 }

@@ -1,15 +1,14 @@
 package selector
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-)
 
-const tcpListen = "0A" // TCP_LISTEN in /proc/net/tcp's st column
+	"github.com/weftdev/weft/pkg/procinfo"
+)
 
 // ListeningPIDs returns the processes that own a listening TCP socket
 // (IPv4 or IPv6) on one of the ports.
@@ -41,36 +40,20 @@ func ListeningPIDs(procRoot string, ports []int) ([]int, error) {
 }
 
 func listenInodes(path string, ports []int, into map[string]bool) error {
-	f, err := os.Open(path)
+	socks, err := procinfo.TCPTable(path)
 	if err != nil {
-		if os.IsNotExist(err) {
-			return nil // no IPv6 on this host
-		}
-		return fmt.Errorf("open %s: %w", path, err)
+		return err
 	}
-	defer f.Close()
 	want := map[int]bool{}
 	for _, p := range ports {
 		want[p] = true
 	}
-	sc := bufio.NewScanner(f)
-	sc.Scan() // header
-	for sc.Scan() {
-		// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
-		fl := strings.Fields(sc.Text())
-		if len(fl) < 10 || fl[3] != tcpListen {
-			continue
-		}
-		_, portHex, ok := strings.Cut(fl[1], ":")
-		if !ok {
-			continue
-		}
-		port, err := strconv.ParseInt(portHex, 16, 32)
-		if err == nil && want[int(port)] {
-			into[fl[9]] = true
+	for _, s := range socks {
+		if s.State == procinfo.TCPListen && want[s.LocalPort] {
+			into[s.Inode] = true
 		}
 	}
-	return sc.Err()
+	return nil
 }
 
 func ownsSocket(fdDir string, inodes map[string]bool) bool {
