@@ -305,6 +305,7 @@ static __always_inline void agent_packet(__u64 pid_tgid, __u8 op, __u64 val)
 			agent.clients = cur->clients;
 			agent.tls = cur->tls;
 			agent.h2 = cur->h2;
+			agent.calls_out = cur->calls_out;
 		}
 		bpf_map_update_elem(&proc_mode, &tgid, &agent, BPF_ANY);
 		/* Its agent's library is mapped now: user space probes it

@@ -132,15 +132,51 @@ static __always_inline void peer_key_of_sock(struct peer_key *k, struct sock *sk
 	k->_pad = 0;
 }
 
+/* The entry proc_mode gives a process not classified yet at its first
+ * connect(): user space keeps the mark when it classifies the process. */
+static const struct proc_info calls_out_noted = {.mode = WEFT_MODE_UNKNOWN, .calls_out = 1};
+
+/* A traced process connects: the first time, its mark is set, and a Go
+ * process followed by goroutine is reported, for user space to follow
+ * its goroutines' creation from now on. Until a process calls out, no
+ * goroutine of it makes a call whose parent matters, and the uprobe in
+ * runtime.newproc1, a trap per goroutine created (one per request in
+ * net/http's server), is not worth its cost. */
+static __always_inline void note_calls_out(__u64 pid_tgid)
+{
+	__u32 tgid = pid_tgid >> 32;
+	struct proc_info *pi = proc_of(tgid);
+	if (!pi) {
+		if (bpf_map_update_elem(&proc_mode, &tgid, &calls_out_noted, BPF_NOEXIST) == 0)
+			return;
+		pi = proc_of(tgid); /* classified meanwhile */
+		if (!pi)
+			return;
+	}
+	if (pi->calls_out)
+		return;
+	/* An atomic add (a locked instruction, a full barrier) between the
+	 * mark and the mode's load, as weft_set_mode has one between the
+	 * mode's store and the mark's load: one of the two sees the other's
+	 * write, so a process classified as it connects is either reported
+	 * or told to user space as marked. Two threads connecting at once
+	 * may both report it. */
+	__sync_fetch_and_add(&pi->calls_out, 1);
+	if (pi->mode == WEFT_MODE_GO)
+		emit_small(WEFT_EV_CALLS_OUT, 0, tgid, (__u32)pid_tgid, 0, 0, BPF_RB_FORCE_WAKEUP);
+}
+
 /* At a TCP state change to `to` (weft_sock_state): a traced process's
  * connect() notes its socket; the socket, once established, its 4-tuple. */
 static __always_inline void note_traced_client(struct trace_event_raw_inet_sock_set_state *ctx, int to)
 {
 	__u64 sk = (__u64)ctx->skaddr;
 	if (to == TCP_SYN_SENT) {
-		if (pid_traced(bpf_get_current_pid_tgid() >> 32)) {
+		__u64 pid_tgid = bpf_get_current_pid_tgid();
+		if (pid_traced(pid_tgid >> 32)) {
 			__u8 one = 1;
 			bpf_map_update_elem(&traced_connecting, &sk, &one, BPF_ANY);
+			note_calls_out(pid_tgid);
 		}
 		return;
 	}

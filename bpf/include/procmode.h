@@ -36,13 +36,19 @@ struct set_mode_args {
 	__u32 _pad;
 };
 
+/* In weft_set_mode's return: the process connected out before (its
+ * calls_out mark, which the kernel side reports only once the mode is
+ * known). */
+#define WEFT_SET_MODE_CALLS_OUT 0x100
+
 /* Writes user space's classification into tgid's entry, from inside the
  * kernel: a read and a write back from user space, microseconds apart,
  * would lose what the kernel side notes in between, on any CPU: the
- * marks (clients, tls, h2, set by stores of their own bytes, which the
+ * marks (clients, tls, h2, calls_out, set by stores of their own, which the
  * stores here leave alone) and an agent's mode (set by its first packet),
  * which rules. Run by user space (BPF_PROG_RUN); returns the entry's
- * mode, or -1 when the entry kept vanishing (an exec drops it). */
+ * mode (with WEFT_SET_MODE_CALLS_OUT), or -1 when the entry kept
+ * vanishing (an exec drops it). */
 SEC("syscall")
 int weft_set_mode(struct set_mode_args *a)
 {
@@ -60,6 +66,11 @@ int weft_set_mode(struct set_mode_args *a)
 		pi->parent_goid_off = want.parent_goid_off;
 		asm volatile("" ::: "memory"); /* the offsets before the mode that reads them */
 		pi->mode = want.mode;
+		/* A barrier between the mode's store and the mark's load
+		 * (note_calls_out). */
+		__sync_fetch_and_add(&pi->calls_out, 0);
+		if (pi->calls_out)
+			return want.mode | WEFT_SET_MODE_CALLS_OUT;
 		return want.mode;
 	}
 	return -1;

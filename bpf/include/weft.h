@@ -24,6 +24,8 @@ enum weft_event_kind {
 	                       * of this host (h2link.h) */
 	WEFT_EV_FORK = 9, /* traced process tid forked process pid, which does not
 	                   * share its parent's per-process uprobes */
+	WEFT_EV_CALLS_OUT = 10, /* Go process pid, followed by goroutine, connected
+	                         * out for the first time (h2peer.h) */
 };
 
 /* What the trace context fields of an event say. */
@@ -162,6 +164,10 @@ struct proc_info {
 	__u8 h2;  /* set by the kernel side before the first HTTP/2 connection
 	           * its socket calls open, kept by user space: until then
 	           * they skip the HTTP/2 walk's lookup */
+	__u64 calls_out; /* set by the kernel side at its first connect(), kept
+	                  * by user space: its goroutines' creation matters.
+	                  * A word, for the atomic adds on it (h2peer.h,
+	                  * weft_set_mode) */
 };
 
 /* What a process's TLS library calls need of its socket calls (tls.h). */

@@ -85,7 +85,10 @@ func Run(ctx context.Context, cfg config.Config, version string) error {
 		TLS:             cfg.TLS == "on",
 		IoctlPackets:    ioctlPackets(cfg.IoctlPackets, path),
 		PinTracesCtx:    cfg.Profile.Pin,
-		Sampler:         &sampler,
+		// Samples, weft's or another profiler's, are labelled with the
+		// span of the request a goroutine was started for.
+		GoCreationAlways: cfg.Profile.On() || cfg.Profile.Pin != "",
+		Sampler:          &sampler,
 	})
 	if err != nil {
 		return errors.Join(err, exp.Shutdown(ctx))

@@ -124,6 +124,9 @@ func (l *loop) handle(ev *event.Event) {
 	case event.KindAgent:
 		l.tr.AgentLoaded(ev.PID)
 		return
+	case event.KindCallsOut:
+		l.tr.ProcessCallsOut(ev.PID)
+		return
 	case event.KindExit:
 		l.noteLost() // before the exit ends what its connections had pending
 		delete(l.seen, ev.PID)

@@ -38,6 +38,10 @@ const (
 	// KindFork: traced process TID forked process PID, which runs its
 	// parent's program but none of its per-process uprobes.
 	KindFork Kind = 9
+	// KindCallsOut: process PID, a Go program followed by goroutine,
+	// connected out for the first time: from now on its goroutines'
+	// creation is followed (their calls may need their creator's parent).
+	KindCallsOut Kind = 10
 )
 
 // Direction is the flow of bytes relative to the traced process.

@@ -65,6 +65,7 @@ func TestEventKindsMatchTheKernel(t *testing.T) {
 		tpWeftEventKindWEFT_EV_H2CLAIM:   event.KindH2Claim,
 		tpWeftEventKindWEFT_EV_H2SERVE:   event.KindH2Serve,
 		tpWeftEventKindWEFT_EV_FORK:      event.KindFork,
+		tpWeftEventKindWEFT_EV_CALLS_OUT: event.KindCallsOut,
 	} {
 		if event.Kind(kernel) != kind {
 			t.Errorf("kernel kind %d is event kind %d", kernel, kind)

@@ -263,6 +263,7 @@ type kprobeProcInfo struct {
 	ParentGoidOff uint16
 	Tls           uint8
 	H2            uint8
+	CallsOut      uint64
 }
 
 type kprobeServing struct {

@@ -62,21 +62,31 @@ func (c Correlation) info() tpProcInfo {
 // process's TLS calls, tls.h; its HTTP/2 connections, h2walk.h; its
 // outgoing connections, propagate.h), and says the mode the entry has:
 // an agent's, set by its first packet, rules.
-func (t *Tracer) setMode(pid uint32, c Correlation) (Mode, error) {
+// callsOut: the process connected out before (its calls_out mark).
+func (t *Tracer) setMode(pid uint32, c Correlation) (mode Mode, callsOut bool, err error) {
 	ret, err := t.objs.SetMode.Run(&ebpf.RunOptions{Context: tpSetModeArgs{Tgid: pid, Want: c.info()}})
 	if err != nil {
-		return ModeUnknown, fmt.Errorf("run weft_set_mode: %w", err)
+		return ModeUnknown, false, fmt.Errorf("run weft_set_mode: %w", err)
 	}
 	if int32(ret) < 0 {
-		return ModeUnknown, fmt.Errorf("process %d's proc_mode entry vanished as it was written", pid)
+		return ModeUnknown, false, fmt.Errorf("process %d's proc_mode entry vanished as it was written", pid)
 	}
-	return Mode(ret), nil
+	return Mode(uint8(ret)), ret&setModeCallsOut != 0, nil
 }
+
+// setModeCallsOut is WEFT_SET_MODE_CALLS_OUT (procmode.h).
+const setModeCallsOut = 0x100
+
+// attachFunc attaches hooks to process pid.
+type attachFunc func(progs *runtimePrograms, pid int) (io.Closer, error)
 
 // hookPlan is what a runtime needs attached to one process, and the mode
 // the process falls back to when it cannot be (hooks off or failing).
 type hookPlan struct {
-	attach   func(progs *runtimePrograms, pid int) (io.Closer, error)
+	attach attachFunc
+	// creation: a Go program's goroutine creation hooks, attached apart
+	// (gocreation.go)
+	creation attachFunc
 	fallback Correlation
 	bin      *goexec.Binary // a Go program's functions (its crypto/tls)
 	// socketBIO: its TLS connections run on socket BIOs only (nginx), so
@@ -128,6 +138,7 @@ func Classify(pid int) (Correlation, *hookPlan) {
 	what += ", runtime.g offsets from " + bin.G.From
 	return Correlation{ModeGo, bin.GoVersion + ": " + what, bin.G}, &hookPlan{
 		attach:   func(progs *runtimePrograms, pid int) (io.Closer, error) { return attachGo(progs, pid, bin) },
+		creation: func(progs *runtimePrograms, pid int) (io.Closer, error) { return attachGoCreation(progs, pid, bin) },
 		fallback: Correlation{Mode: ModeRefuse, Reason: bin.GoVersion + ": no goroutine hooks"},
 		bin:      bin,
 	}
@@ -156,47 +167,62 @@ func (t *Tracer) detach(c io.Closer) {
 	})
 }
 
-// attachGo puts the goroutine hooks on process pid only (a uprobe with a
-// pid traps in no other process running the same binary).
-func attachGo(progs *runtimePrograms, pid int, bin *goexec.Binary) (io.Closer, error) {
+// goProbe is one uprobe in a Go program.
+type goProbe struct {
+	prog   *ebpf.Program
+	fn     string
+	addr   uint64
+	cookie uint64 // what the program reads with bpf_get_attach_cookie
+}
+
+// attachGoProbes puts probes on process pid only (a uprobe with a pid
+// traps in no other process running the same binary): all or none.
+func attachGoProbes(pid int, probes []goProbe) (io.Closer, error) {
 	ex, err := link.OpenExecutable("/proc/" + strconv.Itoa(pid) + "/exe")
 	if err != nil {
 		return nil, fmt.Errorf("open executable: %w", err)
 	}
 	var hooks hookLinks
-	add := func(prog *ebpf.Program, fn string, addr, cookie uint64) error {
-		l, err := ex.Uprobe(fn, prog, &link.UprobeOptions{Address: addr, PID: pid, Cookie: cookie})
+	for _, p := range probes {
+		l, err := ex.Uprobe(p.fn, p.prog, &link.UprobeOptions{Address: p.addr, PID: pid, Cookie: p.cookie})
 		if err != nil {
-			return fmt.Errorf("uprobe %s at %#x: %w", fn, addr, err)
+			hooks.Close()
+			return nil, fmt.Errorf("uprobe %s at %#x: %w", p.fn, p.addr, err)
 		}
 		hooks = append(hooks, l)
-		return nil
 	}
+	return hooks, nil
+}
+
+// attachGoCreation puts the goroutine creation hooks (runtime.newproc1)
+// on process pid.
+func attachGoCreation(progs *runtimePrograms, pid int, bin *goexec.Binary) (io.Closer, error) {
 	np := bin.Funcs[goexec.NewProc1]
-	type probe struct {
-		prog   *ebpf.Program
-		fn     string
-		addr   uint64
-		cookie uint64 // what the program reads with bpf_get_attach_cookie
-	}
-	var probes []probe
+	var probes []goProbe
 	switch bin.NewProc() {
 	case goexec.HookCasg:
 		for _, a := range np.Calls {
-			probes = append(probes, probe{progs.GoNewproc1Casg, goexec.NewProc1, a, 0})
+			probes = append(probes, goProbe{progs.GoNewproc1Casg, goexec.NewProc1, a, 0})
 		}
 	case goexec.HookEntryReturn:
-		probes = append(probes, probe{progs.GoNewproc1, goexec.NewProc1, np.Probe, 0})
+		probes = append(probes, goProbe{progs.GoNewproc1, goexec.NewProc1, np.Probe, 0})
 		fallthrough
 	case goexec.HookReturn:
 		if np.NewG != 0 { // one emulated probe where the RETs would single-step
-			probes = append(probes, probe{progs.GoNewproc1Ret, goexec.NewProc1, np.NewG, 0})
+			probes = append(probes, goProbe{progs.GoNewproc1Ret, goexec.NewProc1, np.NewG, 0})
 			break
 		}
 		for _, a := range np.Returns {
-			probes = append(probes, probe{progs.GoNewproc1Ret, goexec.NewProc1, a, 0})
+			probes = append(probes, goProbe{progs.GoNewproc1Ret, goexec.NewProc1, a, 0})
 		}
 	}
+	return attachGoProbes(pid, probes)
+}
+
+// attachGo puts the goroutine hooks but creation's on process pid.
+func attachGo(progs *runtimePrograms, pid int, bin *goexec.Binary) (io.Closer, error) {
+	type probe = goProbe
+	var probes []probe
 	if bin.NetHTTPClient() {
 		probes = append(probes, probe{progs.GoRoundtrip, goexec.RoundTrip, bin.Funcs[goexec.RoundTrip].Probe, 0},
 			probe{progs.GoWriteloop, goexec.WriteLoop, bin.Funcs[goexec.WriteLoop].Probe, 0})
@@ -231,16 +257,7 @@ func attachGo(progs *runtimePrograms, pid int, bin *goexec.Binary) (io.Closer, e
 		probes = append(probes, atEntry(progs.GoH2ServeRequest, srv.Request),
 			atEntry(progs.GoH2ServeHandler, srv.Handler), atEntry(progs.GoH2ServeDone, srv.Done))
 	}
-	for _, p := range probes {
-		if err = add(p.prog, p.fn, p.addr, p.cookie); err != nil {
-			break
-		}
-	}
-	if err != nil {
-		hooks.Close()
-		return nil, err
-	}
-	return hooks, nil
+	return attachGoProbes(pid, probes)
 }
 
 // setupRuntime classifies a process, attaches what its mode needs and
@@ -254,15 +271,31 @@ func (t *Tracer) setupRuntime(pid uint32) Correlation {
 		old.Close()
 		delete(t.rtHooks, pid)
 	}
+	delete(t.goDeferred, pid)
+	var deferCreation bool
 	switch {
 	case plan == nil:
 	case !t.hooks:
 		c = plan.fallback
 		c.Reason += " (runtime_hooks off)"
 	default:
-		if h, err := plan.attach(&t.rt, int(pid)); err != nil {
+		h, err := plan.attach(&t.rt, int(pid))
+		if err == nil && plan.creation != nil {
+			var why string
+			if why, deferCreation = t.creationNow(pid, plan); !deferCreation {
+				var hc io.Closer
+				if hc, err = plan.creation(&t.rt, int(pid)); err == nil {
+					h = hookLinks{h, hc}
+					c.Reason += "; goroutine creation followed (" + why + ")"
+				} else {
+					h.Close()
+				}
+			}
+		}
+		if err != nil {
 			c = plan.fallback
 			c.Reason += fmt.Sprintf(" (hooks failed to attach: %v)", err)
+			deferCreation = false
 		} else {
 			t.rtHooks[pid] = h
 		}
@@ -285,12 +318,16 @@ func (t *Tracer) setupRuntime(pid uint32) Correlation {
 	if pulled > 0 {
 		c = agent
 	}
-	switch mode, err := t.setMode(pid, c); {
+	switch mode, callsOut, err := t.setMode(pid, c); {
 	case err != nil:
 		t.log.Warn("cannot set a process's correlation", "pid", pid, "err", err)
 		c = Correlation{Mode: ModeUnknown, Reason: fmt.Sprintf("proc_mode map: %v", err)}
 	case mode == ModeAgent:
 		c = agent
+	case deferCreation && mode == ModeGo:
+		// Connected out before it was classified: the kernel side did
+		// not report it (it reports only a known Go program).
+		c.Reason += t.deferCreation(pid, plan.creation, callsOut)
 	}
 	t.corrs[pid] = c
 	if ns, ok := netNSOf(pid); ok {
@@ -410,6 +447,7 @@ func (t *Tracer) releaseRuntime(pid uint32) {
 		t.detach(h)
 		delete(t.rtHooks, pid)
 	}
+	delete(t.goDeferred, pid)
 	delete(t.corrs, pid)
 	delete(t.netns, pid)
 }

@@ -265,6 +265,7 @@ type tpProcInfo struct {
 	ParentGoidOff uint16
 	Tls           uint8
 	H2            uint8
+	CallsOut      uint64
 }
 
 type tpServing struct {
@@ -281,8 +282,10 @@ type tpServing struct {
 type tpSetModeArgs struct {
 	_    structs.HostLayout
 	Tgid uint32
+	_    [4]byte
 	Want tpProcInfo
 	Pad  uint32
+	_    [4]byte
 }
 
 type tpSpanCtx struct {
@@ -411,6 +414,7 @@ const (
 	tpWeftEventKindWEFT_EV_H2CLAIM   tpWeftEventKind = 7
 	tpWeftEventKindWEFT_EV_H2SERVE   tpWeftEventKind = 8
 	tpWeftEventKindWEFT_EV_FORK      tpWeftEventKind = 9
+	tpWeftEventKindWEFT_EV_CALLS_OUT tpWeftEventKind = 10
 )
 
 type tpWeftProcMode uint32

@@ -41,6 +41,12 @@ type Options struct {
 	// calls are parented by goroutine (runtime.go); without them such
 	// programs are followed fail-closed.
 	RuntimeHooks bool
+	// GoCreationAlways follows goroutine creation in every Go program
+	// from its start. Otherwise a Go program started after weft attached
+	// gets the hook at its first outgoing connection (gocreation.go), and
+	// one that never calls out never pays for it. Profiling wants it: a
+	// sample on a goroutine a handler started carries the handler's span.
+	GoCreationAlways bool
 	// IoctlPackets reads OBI's ioctl packets (docs/ioctl-protocol.md):
 	// a kprobe on sys_ioctl, or on the tracepoint paths the
 	// sys_enter_ioctl tracepoint, which slows every task's system calls
@@ -99,6 +105,10 @@ type Tracer struct {
 	pinned string // traces_ctx_v1 pin this tracer created, removed on Close
 	inject bool   // propagation: sockops and sk_msg are attached
 	hooks  bool   // runtime hooks (Options.RuntimeHooks)
+	// goCreationAlways: Options.GoCreationAlways; attachedAt: when the
+	// programs were attached, in clock ticks since boot (gocreation.go)
+	goCreationAlways bool
+	attachedAt       uint64
 	// unattached are the optional hooks this kernel would not attach.
 	unattached []string
 
@@ -109,6 +119,9 @@ type Tracer struct {
 	corrs   map[uint32]Correlation // per traced process: how it is followed
 	netns   map[uint32]uint64      // per traced process: its network namespace (NetNS)
 	rtHooks map[uint32]io.Closer   // per process: its runtime's uprobes
+	// per Go process not calling out yet: how to attach its goroutine
+	// creation hooks when it does (gocreation.go)
+	goDeferred map[uint32]attachFunc
 	// per process: its TLS libraries' uprobes, kept across exec
 	tlsHooks map[uint32]*tlsHooks
 	// detaching: hooks of gone processes being removed (detach)
@@ -222,9 +235,9 @@ func Open(opts Options) (*Tracer, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Tracer{path: opts.Path, coll: coll, inject: opts.Propagation, hooks: opts.RuntimeHooks,
+	t := &Tracer{path: opts.Path, coll: coll, inject: opts.Propagation, hooks: opts.RuntimeHooks, goCreationAlways: opts.GoCreationAlways,
 		log: slog.With("component", "tracer"), corrs: map[uint32]Correlation{}, netns: map[uint32]uint64{}, rtHooks: map[uint32]io.Closer{},
-		tlsHooks: map[uint32]*tlsHooks{}}
+		goDeferred: map[uint32]attachFunc{}, tlsHooks: map[uint32]*tlsHooks{}}
 	if err := coll.Assign(&t.objs); err != nil {
 		t.Close()
 		return nil, fmt.Errorf("%s objects: %w", opts.Path, err)
@@ -262,6 +275,10 @@ func Open(opts Options) (*Tracer, error) {
 		t.pinned = opts.PinTracesCtx
 	}
 	if err := t.attachAtOpen(spec, tgt); err != nil {
+		t.Close()
+		return nil, err
+	}
+	if t.attachedAt, err = bootTicks(); err != nil {
 		t.Close()
 		return nil, err
 	}

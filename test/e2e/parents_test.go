@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -253,6 +254,88 @@ func TestGoAsyncParents(t *testing.T) {
 	}
 }
 
+// A Go program started after weft attached gets the uprobe that follows
+// goroutine creation (a trap per goroutine, one per request in net/http's
+// server) only at its first outgoing connection. The backend, started
+// after weft too, never calls out and never gets it. The front's first
+// request starts its two goroutines before that connection: their calls
+// start their own traces (counted as client roots); once the hook is on,
+// 300 requests with one call and 300 with two calls from two goroutines
+// are each right.
+func TestGoCreationFollowedFromFirstConnection(t *testing.T) {
+	setup(t)
+	goBins := buildGoAsync(t)
+	rcv := otlptest.Start(t)
+	front := goBins["go-default"]
+	// A copy of websrv of its own: the other tests' run beside this one.
+	server := filepath.Join(t.TempDir(), "websrv-calls-nobody")
+	if b, err := os.ReadFile(bins.websr); err != nil {
+		t.Fatal(err)
+	} else if err := os.WriteFile(server, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w := startWeft(t, rcv, "--exe=^("+regexp.QuoteMeta(front)+"|"+regexp.QuoteMeta(server)+")$")
+	bcmd := exec.Command(server, "-mode=nethttp")
+	bcmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME=websrv")
+	backend, backAddr := startListener(t, bcmd)
+	cmd := exec.Command(front, "-backend="+backAddr)
+	cmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME=front")
+	fp, frontAddr := startListener(t, cmd)
+	deferred := "goroutine creation followed from its first outgoing connection"
+	for _, pid := range []int{fp.Pid(), backend.Pid()} {
+		line := waitLogLine(t, w, "msg=correlation ", fmt.Sprintf(" pid=%d ", pid))
+		if !strings.Contains(line, "mode=goroutine") || !strings.Contains(line, deferred) {
+			t.Fatalf("process %d is not followed by goroutine, its creation from its first connection: %s", pid, line)
+		}
+	}
+	before, _ := w.Metrics()
+	get(t, "http://"+frontAddr+"/fan/1000")
+	spans := collectSpans(t, rcv, 5, 30*time.Second)
+	if r := checkParents(spans, "front", "websrv"); r.right != 0 || r.wrong != 0 || r.split != 2 {
+		t.Fatalf("the first request's calls: %s; want both split", r)
+	}
+	after, _ := w.Metrics()
+	if roots := after["spans_client_root"] - before["spans_client_root"]; roots != 2 {
+		t.Errorf("spans_client_root grew by %d, want 2", roots)
+	}
+	// The event that attached the hook came before the calls' own.
+	waitLogLine(t, w, `msg="goroutine creation followed" `, fmt.Sprintf(" pid=%d ", fp.Pid()), `why="since its first outgoing connection"`)
+	checkNumberedEndpoints(t, w, rcv, "http://"+frontAddr, []frontPath{{"/req/", 1}, {"/fan/", 2}})
+	if hasLogLine(w, `msg="goroutine creation followed" `, fmt.Sprintf(" pid=%d ", backend.Pid())) {
+		t.Errorf("the backend, which never called out, had its goroutine creation followed:\n%s", w.Output())
+	}
+}
+
+// waitLogLine waits for weft's log line that contains each of parts and
+// returns it.
+func waitLogLine(t *testing.T, w *weft, parts ...string) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if line, ok := logLine(w, parts...); ok {
+			return line
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line with %q:\n%s", parts, w.Output())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func hasLogLine(w *weft, parts ...string) bool {
+	_, ok := logLine(w, parts...)
+	return ok
+}
+
+func logLine(w *weft, parts ...string) (string, bool) {
+	for _, line := range strings.Split(w.Output(), "\n") {
+		if !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(line, p) }) {
+			return line, true
+		}
+	}
+	return "", false
+}
+
 // A runtime weft has no support for, serving many requests on one thread
 // (a plain asyncio loop): while its thread holds two live requests, its
 // backend calls get no parent, and the refusal counter says so for each;
@@ -460,6 +543,12 @@ func TestGoGoroutineOutlivesRequest(t *testing.T) {
 	cmd.Env = append(os.Environ(), "OTEL_SERVICE_NAME=front")
 	front, frontAddr := startListener(t, cmd)
 	w := startWeft(t, rcv, fmt.Sprintf("--pid=%d,%d", front.Pid(), backend.Pid()))
+	// A first call, from the handler's own goroutine, makes the front's
+	// first connection: its goroutines' creation is followed from then
+	// on (gocreation.go).
+	get(t, "http://"+frontAddr+"/req/0")
+	waitSpans(t, rcv, 3, 30*time.Second, anySpan)
+	rcv.Reset()
 	tr := &http.Transport{MaxConnsPerHost: 1}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
