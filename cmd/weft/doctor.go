@@ -53,8 +53,12 @@ func doctorPIDs(w io.Writer, list string) error {
 }
 
 // runtimeNote says what correlation by thread means for runtimes that
-// serve many requests on one thread, and how Node.js gets its parents.
+// serve many requests on one thread, how Node.js gets its parents, and
+// when a Go program's goroutine creation is followed.
 func runtimeNote(pid int, exe string, m tracer.Mode) string {
+	if m == tracer.ModeGo {
+		return "; its goroutines' creation is followed from its first outgoing connection (at once while profiling, for a gRPC-Go server, and for a program that holds a connection it made before weft started: weft logs \"goroutine creation followed\")"
+	}
 	if m == tracer.ModeNode {
 		return "; its calls get parents once weft's companion is loaded (NODE_OPTIONS=\"--require <weft node script --out …>\", weft node attach PID, or weft run --node-agent=attach)"
 	}
