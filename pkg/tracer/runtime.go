@@ -221,33 +221,32 @@ func attachGoCreation(progs *runtimePrograms, pid int, bin *goexec.Binary) (io.C
 
 // attachGo puts the goroutine hooks but creation's on process pid.
 func attachGo(progs *runtimePrograms, pid int, bin *goexec.Binary) (io.Closer, error) {
-	type probe = goProbe
-	var probes []probe
+	var probes []goProbe
 	if bin.NetHTTPClient() {
-		probes = append(probes, probe{progs.GoRoundtrip, goexec.RoundTrip, bin.Funcs[goexec.RoundTrip].Probe, 0},
-			probe{progs.GoWriteloop, goexec.WriteLoop, bin.Funcs[goexec.WriteLoop].Probe, 0})
+		probes = append(probes, goProbe{progs.GoRoundtrip, goexec.RoundTrip, bin.Funcs[goexec.RoundTrip].Probe, 0},
+			goProbe{progs.GoWriteloop, goexec.WriteLoop, bin.Funcs[goexec.WriteLoop].Probe, 0})
 	}
 	for _, fn := range bin.H2Clients() {
-		probes = append(probes, probe{progs.GoH2Headers, fn, bin.Funcs[fn].Probe, 0})
+		probes = append(probes, goProbe{progs.GoH2Headers, fn, bin.Funcs[fn].Probe, 0})
 	}
 	if take, ok := bin.GRPCClient(); ok {
 		for _, a := range bin.Funcs[goexec.GRPCNewStream].Calls {
-			probes = append(probes, probe{progs.GoGRPCPut, goexec.GRPCNewStream, a, 0})
+			probes = append(probes, goProbe{progs.GoGRPCPut, goexec.GRPCNewStream, a, 0})
 		}
 		var inRCX uint64 // the cookie weft_go_grpc_headers reads
 		if take.InRCX {
 			inRCX = 1
 		}
-		probes = append(probes, probe{progs.GoGRPCHeaders, take.Func, bin.Funcs[take.Func].Probe, inRCX})
+		probes = append(probes, goProbe{progs.GoGRPCHeaders, take.Func, bin.Funcs[take.Func].Probe, inRCX})
 	}
 	// An entry probe whose cookie says it is on the stack check's jump.
-	atEntry := func(prog *ebpf.Program, fn string) probe {
+	atEntry := func(prog *ebpf.Program, fn string) goProbe {
 		f := bin.Funcs[fn]
 		var atCheck uint64
 		if f.Probe != f.Entry {
 			atCheck = 1
 		}
-		return probe{prog, fn, f.Probe, atCheck}
+		return goProbe{prog, fn, f.Probe, atCheck}
 	}
 	if bin.GRPCServer() {
 		probes = append(probes, atEntry(progs.GoGRPCServeHeaders, goexec.GRPCServeHeaders),
