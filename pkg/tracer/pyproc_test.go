@@ -14,16 +14,31 @@ import (
 	"github.com/weftdev/weft/pkg/event"
 )
 
-// tracedPython starts a Python script, traced by tr from its start, and
-// returns it with its standard input and output; it is killed when the
-// test ends.
+// tracedPython starts a Python script, traced by tr before its first
+// statement, and returns it with its standard input and output; it is
+// killed when the test ends.
 func tracedPython(t *testing.T, tr *Tracer, script string, args ...string) (*exec.Cmd, io.Writer, *bufio.Reader) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "script.py")
-	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+	gate := "import os as _gate_os, sys as _gate_sys\n" +
+		"_gate_sys.stdout.write(\"ready\\n\"); _gate_sys.stdout.flush(); _gate_os.read(0, 3)\n"
+	if err := os.WriteFile(path, []byte(gate+script), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(pythonPath(t), append([]string{path}, args...)...)
+	stdin, stdout := startTraced(t, tr, cmd)
+	return cmd, stdin, stdout
+}
+
+// startTraced starts cmd, whose program prints "ready" once it runs and
+// then reads "go\n" before it does anything else, and traces it in
+// between. Traced at once, it could lose its correlation to its own exec:
+// Start returns when the exec closes the descriptors, before the exec
+// tracepoint, at which weft_exec drops the process's mode for user space
+// to classify it again, as the agent does at the exec event; nothing here
+// reads events. The process is killed when the test ends.
+func startTraced(t *testing.T, tr *Tracer, cmd *exec.Cmd) (io.Writer, *bufio.Reader) {
+	t.Helper()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -39,10 +54,17 @@ func tracedPython(t *testing.T, tr *Tracer, script string, args ...string) (*exe
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
+	out := bufio.NewReader(stdout)
+	if line, err := out.ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("%s did not start: %q %v", cmd.Path, line, err)
+	}
 	if err := tr.SetPID(uint32(cmd.Process.Pid), true); err != nil {
 		t.Fatal(err)
 	}
-	return cmd, stdin, bufio.NewReader(stdout)
+	if _, err := io.WriteString(stdin, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	return stdin, out
 }
 
 // drainEvents reads the events tr has until none came for quiet, their

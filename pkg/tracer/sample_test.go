@@ -1,7 +1,6 @@
 package tracer
 
 import (
-	"bufio"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -159,6 +158,14 @@ func openTestTracer(t *testing.T, opts Options) *Tracer {
 	return tr
 }
 
+// startBusyTraced starts a shell spinning in user space, traced by tr.
+func startBusyTraced(t *testing.T, tr *Tracer) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", "echo ready; read go; while :; do :; done")
+	startTraced(t, tr, cmd)
+	return cmd
+}
+
 // startBusy starts a shell spinning in user space.
 func startBusy(t *testing.T) *exec.Cmd {
 	t.Helper()
@@ -223,11 +230,8 @@ func collect(t *testing.T, s *Sampler, d time.Duration) []Sample {
 func TestSamplingKeepsTracedProcessesOnly(t *testing.T) {
 	testenv.RequirePrivileged(t)
 	tr := openTestTracer(t, Options{})
-	traced, other := startBusy(t), startBusy(t)
+	traced, other := startBusyTraced(t, tr), startBusy(t)
 	pid := uint32(traced.Process.Pid)
-	if err := tr.SetPID(pid, true); err != nil {
-		t.Fatal(err)
-	}
 	online, err := onlineCPUs()
 	if err != nil {
 		t.Fatal(err)
@@ -320,10 +324,7 @@ func TestSamplingKeepsTracedProcessesOnly(t *testing.T) {
 func TestSamplerSettled(t *testing.T) {
 	testenv.RequirePrivileged(t)
 	tr := openTestTracer(t, Options{})
-	busy := startBusy(t)
-	if err := tr.SetPID(uint32(busy.Process.Pid), true); err != nil {
-		t.Fatal(err)
-	}
+	busy := startBusyTraced(t, tr)
 	s, err := tr.StartSampling(SamplingOptions{Frequency: 99})
 	if err != nil {
 		t.Fatalf("start sampling: %v", err)
@@ -374,11 +375,8 @@ func spanCtx(seed byte) tpSpanCtx {
 func TestSampleCarriesActiveSpan(t *testing.T) {
 	testenv.RequirePrivileged(t)
 	tr := openTestTracer(t, Options{})
-	busy := startBusy(t)
+	busy := startBusyTraced(t, tr)
 	pid := uint32(busy.Process.Pid)
-	if err := tr.SetPID(pid, true); err != nil {
-		t.Fatal(err)
-	}
 	active, parents := tr.coll.Maps["active_ctx"], tr.coll.Maps["thread_parent"]
 	own, parent := spanCtx(0x10), spanCtx(0x20)
 	const helperOf = 0x3ffff0 // a thread id the busy shell "works for"
@@ -567,8 +565,28 @@ srv.serve_forever()
 	// the machine.
 	if inSpan < 80 {
 		t.Errorf("%d samples (of %d) in the request's span", inSpan, len(samples))
+		logServerSpanState(t, tr, pid)
 	}
 	t.Logf("%d samples, %d in the server span %x/%x", len(samples), inSpan, traceID, inReq.SpanID)
+}
+
+// logServerSpanState says what the kernel decided for the server's
+// socket calls and how the process is followed, for a failure's cause.
+func logServerSpanState(t *testing.T, tr *Tracer, pid uint32) {
+	t.Helper()
+	var info tpProcInfo
+	err := tr.objs.ProcMode.Lookup(pid, &info)
+	t.Logf("correlation of %d: %+v; in the kernel: %+v (%v)", pid, tr.Correlations()[pid], info, err)
+	for _, ev := range drainEvents(t, tr, 200*time.Millisecond) {
+		head := ev.Payload[:min(len(ev.Payload), 40)]
+		t.Logf("event kind %d pid %d tid %d key %#x dir %d bytes %d ctx %d trace %x span %x parent %x: %q",
+			ev.Kind, ev.PID, ev.TID, ev.Key, ev.Dir, ev.Bytes, ev.Ctx, ev.TraceID, ev.SpanID, ev.ParentID, head)
+	}
+	st, err := tr.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stats %+v", st)
 }
 
 // The JVM agent protocol keeps traces_ctx_v1 in step: a mount names the
@@ -584,11 +602,9 @@ func TestAgentMountKeepsTracesCtx(t *testing.T) {
 }
 
 func testAgentMount(t *testing.T, via string) {
-	py := pythonPath(t)
 	tr := openTestTracer(t, Options{IoctlPackets: via == "ioctl", TracesCtx: true})
 
-	script := filepath.Join(t.TempDir(), "agent.py")
-	if err := os.WriteFile(script, []byte(`import ctypes, fcntl, socket, struct, sys, time
+	agent, stdin, out := tracedPython(t, tr, `import ctypes, fcntl, socket, struct, sys, time
 via = sys.argv[1]
 slot = ctypes.c_uint64(0)
 note = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)  # never connected
@@ -622,30 +638,8 @@ for line in sys.stdin:
         while time.thread_time() < end:
             pass
     print("ok", flush=True)
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	agent := exec.Command(py, script, via)
-	stdin, err := agent.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := agent.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := agent.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		agent.Process.Kill()
-		agent.Wait()
-	})
+`, via)
 	pid := uint32(agent.Process.Pid)
-	if err := tr.SetPID(pid, true); err != nil {
-		t.Fatal(err)
-	}
-	out := bufio.NewReader(stdout)
 	do := func(cmd string) {
 		t.Helper()
 		if _, err := io.WriteString(stdin, cmd+"\n"); err != nil {
