@@ -21,7 +21,8 @@ enum weft_event_kind {
 	                       * goid reads (or sock_id, its creator, read first) is span
 	                       * span_id of trace_id under parent_id (h2serve.h); ctx_kind
 	                       * WEFT_CTX_H2_STREAM when parent_id is its client span,
-	                       * of this host (h2link.h) */
+	                       * of this host (h2link.h); with goid 0, the stream of
+	                       * socket sock_id (tls: its plaintext), nginx.h */
 	WEFT_EV_FORK = 9, /* traced process tid forked process pid, which does not
 	                   * share its parent's per-process uprobes */
 	WEFT_EV_CALLS_OUT = 10, /* Go process pid, followed by goroutine, connected

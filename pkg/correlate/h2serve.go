@@ -30,6 +30,10 @@ import (
 // events are reserved once the bytes moved): when a client connection
 // with the same addresses appears, its server end's marks go, and its
 // later streams link to their client spans again.
+//
+// nginx decides an HTTP/2 stream's span where it calls upstream
+// (bpf/include/nginx.h): its report names the connection and stream
+// instead of a goroutine.
 
 type h2ReaderKey struct {
 	pid       uint32
@@ -140,9 +144,23 @@ func (c *Correlator) h2Served(pid uint32, g, creator uint64) *conn {
 // A report no open stream of a followed connection takes is counted: the
 // handler's calls then go under a span that is not exported.
 func (c *Correlator) h2Serve(ev *event.Event) {
-	cn := c.h2Served(ev.PID, ev.Goroutine, ev.Creator)
+	var cn *conn
+	if ev.Goroutine == 0 { // it names the connection
+		if cn, _ = c.conns.Peek(ev.ConnID); cn != nil && cn.pid != ev.PID {
+			cn = nil
+		}
+	} else {
+		cn = c.h2Served(ev.PID, ev.Goroutine, ev.Creator)
+	}
 	if cn == nil || cn.h2 == nil || cn.h2.lost || cn.h2.requests != event.Ingress ||
 		!cn.h2.c.IsOpen(ev.H2Stream) || len(cn.h2.served) >= maxH2Served {
+		c.stats.H2ServedUnmatched.Add(1)
+		return
+	}
+	if _, twice := cn.h2.served[ev.H2Stream]; twice {
+		// A second decision for one stream (nginx calling upstream
+		// again after an internal redirect): the first names the span,
+		// the calls made under the second go under one not exported.
 		c.stats.H2ServedUnmatched.Add(1)
 		return
 	}

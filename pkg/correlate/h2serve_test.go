@@ -206,3 +206,54 @@ func TestH2FreshMarks(t *testing.T) {
 		t.Errorf("marks after the close %v, want %v", marks, want)
 	}
 }
+
+// nginx's streams: a report naming the connection (no goroutine) gives
+// the open stream it names the kernel's ids; a second report for the
+// same stream, one naming a connection of another process, and one for a
+// stream not open are counted and change nothing.
+func TestH2ServedNamingConnection(t *testing.T) {
+	r := newRec(t, Options{})
+	read := func(ts uint64, payload string) {
+		r.c.Handle(&event.Event{Kind: event.KindData, ConnID: 1, PID: 10, TID: 11, Key: 11, Dir: event.Ingress, Time: ts,
+			Bytes: uint32(len(payload)), Payload: []byte(payload), Local: srvAddr, Remote: cliAddr, Capture: event.CaptureH2})
+	}
+	serve := func(pid uint32, stream uint32, ts uint64, trace [16]byte, parent [8]byte) {
+		r.c.Handle(&event.Event{Kind: event.KindH2Serve, ConnID: 1, PID: pid, TID: 11, Time: ts, H2Stream: stream,
+			TraceID: trace, SpanID: [8]byte{trace[0], 0xa}, ParentID: parent, TraceFlags: 1})
+	}
+	get := func(req *h2copy, stream uint32, path string) *h2copy {
+		return req.headers(stream, true, ":method", "GET", ":scheme", "https", ":authority", "web", ":path", path)
+	}
+	req := newH2Copy(true)
+	read(1*ms, get(get(req.frame(4, 0, 0, 0, nil), 1, "/one"), 3, "/three").take())
+	serve(10, 1, 2*ms, [16]byte{0x01}, [8]byte{0x01, 0xb}) // continues a traceparent
+	serve(10, 3, 2*ms, [16]byte{0x03}, [8]byte{})          // a trace of its own
+	serve(10, 3, 2*ms, [16]byte{0x33}, [8]byte{})          // again: the first stays
+	serve(11, 1, 2*ms, [16]byte{0x11}, [8]byte{})          // another process's socket
+	serve(10, 5, 2*ms, [16]byte{0x05}, [8]byte{})          // not open
+	resp := newH2Copy(false)
+	r.h2data(1, event.Egress, 3*ms, resp.headers(3, true, ":status", "200").headers(1, true, ":status", "200").take(),
+		event.CaptureH2)
+	if len(r.spans) != 2 {
+		t.Fatalf("%d spans, want 2", len(r.spans))
+	}
+	want := map[string]struct {
+		trace  byte
+		parent [8]byte
+	}{"/one": {0x01, [8]byte{0x01, 0xb}}, "/three": {0x03, [8]byte{}}}
+	for _, s := range r.spans {
+		w := want[s.Path]
+		if s.Kind != spans.KindServer || s.TraceID != [16]byte{w.trace} || s.SpanID != [8]byte{w.trace, 0xa} ||
+			s.ParentID != w.parent || s.ParentRemote != (w.parent != [8]byte{}) {
+			t.Errorf("%s: %v trace %s span %s parent %s (remote %v), want the kernel's first report", s.Path, s.Kind,
+				s.TraceID, s.SpanID, s.ParentID, s.ParentRemote)
+		}
+	}
+	st := r.c.Stats()
+	if got := st.H2ServedUnmatched.Load(); got != 3 {
+		t.Errorf("unmatched reports %d, want 3", got)
+	}
+	if got := st.H2ServedNew.Load(); got != 1 {
+		t.Errorf("streams started in the kernel %d, want 1", got)
+	}
+}

@@ -33,7 +33,8 @@ const (
 	// created reads, or its creator, Creator, read first) is span SpanID
 	// of TraceID under ParentID, which the kernel decided from the
 	// stream's traceparent for the stream's handler (grpc-go's and
-	// net/http's servers).
+	// net/http's servers). With Goroutine 0 it names the stream's
+	// connection, ConnID, instead (nginx's upstream calls).
 	KindH2Serve Kind = 8
 	// KindFork: traced process TID forked process PID, which runs its
 	// parent's program but none of its per-process uprobes.

@@ -50,7 +50,7 @@ func Decode(raw []byte, ev *event.Event) error {
 		Goroutine:  h.Goid,
 	}
 	switch {
-	case ev.Kind == event.KindH2Serve: // no socket: the reader's creator
+	case ev.Kind == event.KindH2Serve && h.Goid != 0: // no socket: the reader's creator
 		ev.ConnID, ev.Creator = 0, h.SockId
 	case ev.Kind == event.KindData && ev.Dir == event.Ingress && h.Goid != 0 && h.N_more == 0:
 		// An HTTP/2 read names its goroutine's creator there.

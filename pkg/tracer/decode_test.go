@@ -72,3 +72,23 @@ func TestEventKindsMatchTheKernel(t *testing.T) {
 		}
 	}
 }
+
+// A Go server's stream report names no socket but the reader's creator;
+// nginx's names its socket (the plaintext one over TLS).
+func TestDecodeH2Serve(t *testing.T) {
+	h := tpEventHeader{SockId: 0x5000, Pid: 10, Goid: 7, H2Stream: 3, Kind: uint8(event.KindH2Serve)}
+	var ev event.Event
+	if err := Decode(record(h, ""), &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.ConnID != 0 || ev.Creator != 0x5000 || ev.Goroutine != 7 || ev.H2Stream != 3 {
+		t.Errorf("Go report: conn %#x creator %#x goroutine %d stream %d", ev.ConnID, ev.Creator, ev.Goroutine, ev.H2Stream)
+	}
+	h.Goid, h.Tls = 0, 1
+	if err := Decode(record(h, ""), &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.ConnID != event.TLSConn(0x5000) || ev.Creator != 0 || ev.Goroutine != 0 || ev.H2Stream != 3 {
+		t.Errorf("nginx report: conn %#x creator %#x goroutine %d stream %d", ev.ConnID, ev.Creator, ev.Goroutine, ev.H2Stream)
+	}
+}

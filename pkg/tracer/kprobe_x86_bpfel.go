@@ -238,6 +238,12 @@ type kprobeJvmTlsScratch struct {
 	_  [4]byte
 }
 
+type kprobeNgxStreamOffset struct {
+	_      structs.HostLayout
+	Off    uint32
+	Misses uint32
+}
+
 type kprobePeerKey struct {
 	_     structs.HostLayout
 	Caddr [16]uint8
@@ -406,6 +412,7 @@ const (
 	kprobeMapKeyLoad                 = "key_load"
 	kprobeMapLastDrop                = "last_drop"
 	kprobeMapNgxConnecting           = "ngx_connecting"
+	kprobeMapNgxStreamOffsets        = "ngx_stream_offsets"
 	kprobeMapNgxUpstreamFor          = "ngx_upstream_for"
 	kprobeMapNotHttpSocks            = "not_http_socks"
 	kprobeMapPendingHead             = "pending_head"
@@ -637,6 +644,7 @@ type kprobeMapSpecs struct {
 	KeyLoad           *ebpf.MapSpec `ebpf:"key_load"`
 	LastDrop          *ebpf.MapSpec `ebpf:"last_drop"`
 	NgxConnecting     *ebpf.MapSpec `ebpf:"ngx_connecting"`
+	NgxStreamOffsets  *ebpf.MapSpec `ebpf:"ngx_stream_offsets"`
 	NgxUpstreamFor    *ebpf.MapSpec `ebpf:"ngx_upstream_for"`
 	NotHttpSocks      *ebpf.MapSpec `ebpf:"not_http_socks"`
 	PendingHead       *ebpf.MapSpec `ebpf:"pending_head"`
@@ -750,6 +758,7 @@ type kprobeMaps struct {
 	KeyLoad           *ebpf.Map `ebpf:"key_load"`
 	LastDrop          *ebpf.Map `ebpf:"last_drop"`
 	NgxConnecting     *ebpf.Map `ebpf:"ngx_connecting"`
+	NgxStreamOffsets  *ebpf.Map `ebpf:"ngx_stream_offsets"`
 	NgxUpstreamFor    *ebpf.Map `ebpf:"ngx_upstream_for"`
 	NotHttpSocks      *ebpf.Map `ebpf:"not_http_socks"`
 	PendingHead       *ebpf.Map `ebpf:"pending_head"`
@@ -818,6 +827,7 @@ func (m *kprobeMaps) Close() error {
 		m.KeyLoad,
 		m.LastDrop,
 		m.NgxConnecting,
+		m.NgxStreamOffsets,
 		m.NgxUpstreamFor,
 		m.NotHttpSocks,
 		m.PendingHead,

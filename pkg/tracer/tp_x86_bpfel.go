@@ -240,6 +240,12 @@ type tpJvmTlsScratch struct {
 	_  [4]byte
 }
 
+type tpNgxStreamOffset struct {
+	_      structs.HostLayout
+	Off    uint32
+	Misses uint32
+}
+
 type tpPeerKey struct {
 	_     structs.HostLayout
 	Caddr [16]uint8
@@ -499,6 +505,7 @@ const (
 	tpMapKeyLoad                 = "key_load"
 	tpMapLastDrop                = "last_drop"
 	tpMapNgxConnecting           = "ngx_connecting"
+	tpMapNgxStreamOffsets        = "ngx_stream_offsets"
 	tpMapNgxUpstreamFor          = "ngx_upstream_for"
 	tpMapNotHttpSocks            = "not_http_socks"
 	tpMapPendingHead             = "pending_head"
@@ -764,6 +771,7 @@ type tpMapSpecs struct {
 	KeyLoad           *ebpf.MapSpec `ebpf:"key_load"`
 	LastDrop          *ebpf.MapSpec `ebpf:"last_drop"`
 	NgxConnecting     *ebpf.MapSpec `ebpf:"ngx_connecting"`
+	NgxStreamOffsets  *ebpf.MapSpec `ebpf:"ngx_stream_offsets"`
 	NgxUpstreamFor    *ebpf.MapSpec `ebpf:"ngx_upstream_for"`
 	NotHttpSocks      *ebpf.MapSpec `ebpf:"not_http_socks"`
 	PendingHead       *ebpf.MapSpec `ebpf:"pending_head"`
@@ -877,6 +885,7 @@ type tpMaps struct {
 	KeyLoad           *ebpf.Map `ebpf:"key_load"`
 	LastDrop          *ebpf.Map `ebpf:"last_drop"`
 	NgxConnecting     *ebpf.Map `ebpf:"ngx_connecting"`
+	NgxStreamOffsets  *ebpf.Map `ebpf:"ngx_stream_offsets"`
 	NgxUpstreamFor    *ebpf.Map `ebpf:"ngx_upstream_for"`
 	NotHttpSocks      *ebpf.Map `ebpf:"not_http_socks"`
 	PendingHead       *ebpf.Map `ebpf:"pending_head"`
@@ -945,6 +954,7 @@ func (m *tpMaps) Close() error {
 		m.KeyLoad,
 		m.LastDrop,
 		m.NgxConnecting,
+		m.NgxStreamOffsets,
 		m.NgxUpstreamFor,
 		m.NotHttpSocks,
 		m.PendingHead,

@@ -17,9 +17,11 @@ import (
 	"github.com/weftdev/weft/test/testcert"
 )
 
-// nginxTLSConf serves HTTPS (with " http2": HTTP/2 too, by ALPN) and
+// nginxTLSConf serves what the listen options say (" ssl": HTTPS; " ssl
+// http2": HTTP/2 too, by ALPN; " http2": h2c with prior knowledge) and
 // proxies /req/N to the backend's /slow/N (which waits N % 10 ms) over a
-// fresh plaintext connection per request.
+// fresh plaintext connection per request, with the location's directives
+// that follow, and the server's.
 const nginxTLSConf = `daemon off;
 master_process on;
 worker_processes 2;
@@ -35,17 +37,18 @@ http {
 	scgi_temp_path %[1]s/scgi;
 	upstream backend { server %[2]s; }
 	server {
-		listen 127.0.0.1:%[3]d ssl%[6]s reuseport;
+		listen 127.0.0.1:%[3]d%[6]s reuseport;
 		ssl_certificate %[4]s;
 		ssl_certificate_key %[5]s;
-		location /req/ { proxy_pass http://backend/slow/; }
+		location /req/ { proxy_pass http://backend/slow/;%[7]s }%[8]s
 	}
 }
 `
 
-// startNginxTLS runs nginx with two workers serving HTTPS in front of
+// startNginxTLS runs nginx with two workers serving HTTPS (or as
+// listenOpts say, nginxTLSConf) in front of
 // backend, and returns the master, the worker pids and the address.
-func startNginxTLS(t *testing.T, backend, listenOpts string) (*proc, []int, string) {
+func startNginxTLS(t *testing.T, backend, listenOpts, location, server string) (*proc, []int, string) {
 	t.Helper()
 	bin, err := exec.LookPath("nginx")
 	if err != nil {
@@ -58,7 +61,7 @@ func startNginxTLS(t *testing.T, backend, listenOpts string) (*proc, []int, stri
 	}
 	port := freePort(t)
 	conf := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf(nginxTLSConf, dir, backend, port, cert, key, listenOpts)), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf(nginxTLSConf, dir, backend, port, cert, key, listenOpts, location, server)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	p := start(t, bin, "-c", conf, "-e", "stderr")
@@ -95,8 +98,8 @@ func TestTLSNginxChain(t *testing.T) {
 		name, curlFlag, listen, proto string
 		reload                        bool
 	}{
-		{"http1.1,reloaded", "--http1.1", "", "1.1", true},
-		{"http2", "--http2", " http2", "2", false},
+		{"http1.1,reloaded", "--http1.1", " ssl", "1.1", true},
+		{"http2", "--http2", " ssl http2", "2", false},
 	} {
 		t.Run(c.name, func(t *testing.T) { tlsNginxChain(t, c.curlFlag, c.listen, c.proto, c.reload) })
 	}
@@ -106,7 +109,7 @@ func tlsNginxChain(t *testing.T, curlFlag, listenOpts, proto string, reload bool
 	const n = 300
 	rcv := otlptest.Start(t)
 	backend, backAddr := startListener(t, exec.Command("python3", filepath.Join(repoRoot(), "test", "e2e", "testdata", "chain.py")))
-	master, kids, addr := startNginxTLS(t, backAddr, listenOpts)
+	master, kids, addr := startNginxTLS(t, backAddr, listenOpts, "", "")
 
 	var cfg strings.Builder
 	for i := 1; i <= n; i++ {
