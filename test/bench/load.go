@@ -5,9 +5,13 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
+
+// h2Scheme before a URL's https:// asks openLoop for HTTP/2 (by ALPN).
+const h2Scheme = "h2+"
 
 // openLoop sends rate requests per second for d, whatever the server's
 // pace (an open-loop load: a slow server is not offered less work).
@@ -16,6 +20,10 @@ func openLoop(url string, rate int, d time.Duration, workers int) wrkResult {
 	tr := &http.Transport{MaxIdleConnsPerHost: workers, MaxConnsPerHost: workers,
 		// HTTPS to the benchmarks' self-signed servers, over HTTP/1.1.
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{}}
+	if h2, ok := strings.CutPrefix(url, h2Scheme); ok {
+		// Streams at once on one connection (as many as workers).
+		url, tr.TLSNextProto, tr.ForceAttemptHTTP2 = h2, nil, true
+	}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
 	due := make(chan time.Time, rate)

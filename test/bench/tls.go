@@ -16,7 +16,7 @@ import (
 	"github.com/weftdev/weft/test/testcert"
 )
 
-var tlsServers = flag.String("tls-servers", "nginx,go,node", "with -tls: which of the servers to load, in order (go-plain: the Go server's binary and handler over plaintext HTTP/1.1, for comparison)")
+var tlsServers = flag.String("tls-servers", "nginx,go,node", "with -tls: which of the servers to load, in order (go-plain: the Go server's binary and handler over plaintext HTTP/1.1, for comparison; nginx-h2: nginx over HTTP/2, streams on one connection)")
 
 var tlsBench = flag.Bool("tls", false, "benchmark HTTPS (TLS capture by uprobes): nginx terminating TLS in front of a Go backend, a Go HTTPS server (h2app, stripped) and a Node.js HTTPS server (memory BIOs), each loaded over HTTPS/1.1 with keep-alive at -rate (default 1000/s): CPU per request of the traced processes across -modes (notls: weft with --tls=off)")
 
@@ -49,6 +49,7 @@ http {
 	upstream backend { server %[2]s; keepalive 16; }
 	server {
 		listen 127.0.0.1:%[3]d ssl;
+		listen 127.0.0.1:%[4]d ssl http2;
 		ssl_certificate %[1]s/cert.pem;
 		ssl_certificate_key %[1]s/key.pem;
 		location / {
@@ -63,8 +64,9 @@ http {
 // runTLSBench measures what capturing TLS in clear costs per request: the
 // open-loop client (this process, untraced) speaks HTTPS/1.1 on kept-alive
 // connections to nginx with TLS (in front of websrv) and to h2app's Go
-// HTTPS server; the traced processes' CPU per request is compared across
-// modes, round by round, one scenario after the other.
+// HTTPS server, and HTTP/2 to nginx (nginx-h2); the traced processes' CPU
+// per request is compared across modes, round by round, one scenario
+// after the other.
 func runTLSBench() {
 	dir, err := os.MkdirTemp("", "weft-bench-")
 	check(err)
@@ -81,9 +83,9 @@ func runTLSBench() {
 	defer backend.Process.Kill()
 	cert, key, err := testcert.Files(dir)
 	check(err)
-	port := freePort()
+	port, h2port := freePort(), freePort()
 	conf := filepath.Join(dir, "nginx.conf")
-	check(os.WriteFile(conf, []byte(fmt.Sprintf(nginxBenchConf, dir, baddr, port)), 0o644))
+	check(os.WriteFile(conf, []byte(fmt.Sprintf(nginxBenchConf, dir, baddr, port, h2port)), 0o644))
 	nginx := exec.Command("nginx", "-c", conf, "-e", "stderr")
 	orphanless(nginx)
 	nginx.Stderr = os.Stderr
@@ -111,7 +113,11 @@ func runTLSBench() {
 		pids      []int
 	}{
 		"nginx": {"nginx (TLS) → Go backend", "https://" + naddr + *urlPath, append([]int{nginx.Process.Pid, backend.Process.Pid}, workers...)},
-		"go":    {"Go HTTPS server (h2app, stripped)", "https://" + gaddr + "/req/0", []int{goSrv.Process.Pid}},
+		// The same over HTTP/2 (ALPN), streams on one connection: the
+		// stream's span decided where nginx calls upstream (nginx.h).
+		"nginx-h2": {"nginx (TLS, HTTP/2) → Go backend", h2Scheme + "https://127.0.0.1:" + strconv.Itoa(h2port) + *urlPath,
+			append([]int{nginx.Process.Pid, backend.Process.Pid}, workers...)},
+		"go": {"Go HTTPS server (h2app, stripped)", "https://" + gaddr + "/req/0", []int{goSrv.Process.Pid}},
 		// The same server and handler without TLS: what capture costs
 		// plaintext HTTP, the comparison for what TLS adds.
 		"go-plain": {"Go HTTP server (h2app, stripped; plaintext HTTP/1.1)", "http://" + paddr + "/req/0", []int{plainSrv.Process.Pid}},
@@ -120,7 +126,7 @@ func runTLSBench() {
 	for _, name := range strings.Split(*tlsServers, ",") {
 		sc, ok := scenarios[name]
 		if !ok {
-			log.Fatalf("-tls-servers: no server %q (nginx, go, go-plain, node)", name)
+			log.Fatalf("-tls-servers: no server %q (nginx, nginx-h2, go, go-plain, node)", name)
 		}
 		openLoop(sc.url, *rate, 3*time.Second, *conns) // warm up
 		var runs []run
@@ -131,8 +137,12 @@ func runTLSBench() {
 				runs = append(runs, r)
 			}
 		}
-		fmt.Printf("\n%s: HTTPS/1.1 at %d/s for %v per run, %d rounds; \"server CPU\" is every traced process together\n\n",
-			sc.name, *rate, *duration, *rounds)
+		proto := "HTTPS/1.1"
+		if strings.HasPrefix(sc.url, h2Scheme) {
+			proto = "HTTP/2 over TLS"
+		}
+		fmt.Printf("\n%s: %s at %d/s for %v per run, %d rounds; \"server CPU\" is every traced process together\n\n",
+			sc.name, proto, *rate, *duration, *rounds)
 		report(runs, order)
 	}
 }
