@@ -40,9 +40,9 @@ echo "## HTTP/2: CPU per request, net/http client and h2c server, 1000 GETs/s wi
 echo
 go run ./test/bench -h2 -rate 1000 -rounds 6 -duration 15s -modes off,on "$@"
 echo
-echo "## TLS: CPU per HTTPS request, nginx (TLS) in front of a Go backend, a Go HTTPS server and a Node.js HTTPS server, 1000 requests/s, weft off / with --tls=off / on"
+echo "## TLS: CPU per HTTPS request, nginx (TLS, HTTPS/1.1 and HTTP/2) in front of a Go backend, a Go HTTPS server and a Node.js HTTPS server, 1000 requests/s, weft off / with --tls=off / on"
 echo
-go run ./test/bench -tls -rate 1000 -rounds 6 -duration 15s -modes off,notls,on "$@"
+go run ./test/bench -tls -tls-servers nginx,nginx-h2,go,node -rate 1000 -rounds 6 -duration 15s -modes off,notls,on "$@"
 echo
 echo "## Right parents: a Go net/http chain at 1000 requests/s, off / on without runtime hooks / on"
 echo
