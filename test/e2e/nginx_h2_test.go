@@ -124,42 +124,32 @@ func nginxH2Upstream(t *testing.T, tlsOn, authz bool) {
 	}
 	spans := waitSpans(t, rcv, perRequest*n, 60*time.Second, func(span) bool { return true })
 	nginxServer, nginxClient, pyServer := 0, 1, 2
-	chains := map[string]*[3]span{}
 	authCalls := map[string]span{}
 	var authServed []span
+	var proxied []span
 	for _, s := range spans {
 		pid64, _ := s.res["process.pid"].(int64)
-		if s.attrs["url.path"] == "/auth" {
-			if int(pid64) == backend.Pid() {
-				authServed = append(authServed, s)
-			} else {
-				authCalls[s.id] = s
-			}
-			continue
+		switch {
+		case s.attrs["url.path"] != "/auth":
+			proxied = append(proxied, s)
+		case int(pid64) == backend.Pid():
+			authServed = append(authServed, s)
+		default:
+			authCalls[s.id] = s
 		}
-		r := -1
+	}
+	chains := chainsByRequest(t, proxied, 3, func(s span) int {
+		pid64, _ := s.res["process.pid"].(int64)
 		switch {
 		case int(pid64) == backend.Pid() && s.kind == tracepb.Span_SPAN_KIND_SERVER:
-			r = pyServer
+			return pyServer
 		case int(pid64) != backend.Pid() && s.kind == tracepb.Span_SPAN_KIND_SERVER:
-			r = nginxServer
+			return nginxServer
 		case int(pid64) != backend.Pid() && s.kind == tracepb.Span_SPAN_KIND_CLIENT:
-			r = nginxClient
+			return nginxClient
 		}
-		num := requestOf(fmt.Sprint(s.attrs["url.path"]))
-		if r < 0 || num == "" {
-			t.Fatalf("unexpected span %s", s)
-		}
-		c := chains[num]
-		if c == nil {
-			c = &[3]span{}
-			chains[num] = c
-		}
-		if c[r].id != "" {
-			t.Fatalf("request %s: two spans in one role:\n%s\n%s", num, c[r], s)
-		}
-		c[r] = s
-	}
+		return -1
+	})
 	right := 0
 	for i := 1; i <= n; i++ {
 		c := chains[strconv.Itoa(i)]

@@ -158,23 +158,7 @@ func tlsNginxChain(t *testing.T, curlFlag, listenOpts, proto string, reload bool
 		}
 		return -1
 	}
-	chains := map[string]*[4]span{}
-	for _, s := range spans {
-		r := roleOf(s)
-		num := requestOf(fmt.Sprint(s.attrs["url.path"]))
-		if r < 0 || num == "" {
-			t.Fatalf("unexpected span %s", s)
-		}
-		c := chains[num]
-		if c == nil {
-			c = &[4]span{}
-			chains[num] = c
-		}
-		if c[r].id != "" {
-			t.Fatalf("request %s: two spans in one role:\n%s\n%s", num, c[r], s)
-		}
-		c[r] = s
-	}
+	chains := chainsByRequest(t, spans, 4, roleOf)
 	wantScheme := [4]string{"https", "https", "http", "http"}
 	right := 0
 	for i := 1; i <= n; i++ {
@@ -220,6 +204,31 @@ func tlsNginxChain(t *testing.T, curlFlag, listenOpts, proto string, reload bool
 	if m["tls_links_ambiguous"] != 0 || m["tls_calls_without_socket"] != 0 {
 		t.Errorf("TLS counters: ambiguous %d, without socket %d", m["tls_links_ambiguous"], m["tls_calls_without_socket"])
 	}
+}
+
+// chainsByRequest groups spans by the request number in their path, each
+// in the place of roles that roleOf gives it; a span with no place or no
+// number, or a second one in a place, fails the test.
+func chainsByRequest(t *testing.T, spans []span, roles int, roleOf func(span) int) map[string][]span {
+	t.Helper()
+	chains := map[string][]span{}
+	for _, s := range spans {
+		r := roleOf(s)
+		num := requestOf(fmt.Sprint(s.attrs["url.path"]))
+		if r < 0 || r >= roles || num == "" {
+			t.Fatalf("unexpected span %s", s)
+		}
+		c := chains[num]
+		if c == nil {
+			c = make([]span, roles)
+			chains[num] = c
+		}
+		if c[r].id != "" {
+			t.Fatalf("request %s: two spans in one role:\n%s\n%s", num, c[r], s)
+		}
+		c[r] = s
+	}
+	return chains
 }
 
 // A Go HTTPS client calling a Go HTTPS server, both stripped (h2app):
