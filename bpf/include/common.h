@@ -116,11 +116,16 @@ struct {
 	__type(value, __u8);
 } tracked_socks SEC(".maps");
 
+int note_traced_server(__u64 sk); /* h2peer.h */
+
 static __always_inline void track_new_sock(__u64 sk)
 {
 	__u8 one = SOCK_TRACKED;
-	if (bpf_map_update_elem(&tracked_socks, &sk, &one, BPF_NOEXIST) == -7 /* E2BIG */)
+	long err = bpf_map_update_elem(&tracked_socks, &sk, &one, BPF_NOEXIST);
+	if (err == -7 /* E2BIG */)
 		count(WEFT_STAT_SOCK_TABLE_FULL);
+	else if (err == 0)
+		note_traced_server(sk);
 }
 
 /* Tracks sk for its close. Looked up first: a lookup takes no lock, and

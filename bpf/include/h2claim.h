@@ -62,6 +62,26 @@ struct {
 	__type(value, struct span_ctx);
 } grpc_items SEC(".maps");
 
+/* Processes outside Go whose agent or companion claims their HTTP/2
+ * client streams (weft_jvm_h2_claim, announce.h) -> 1: the kernel leaves
+ * their streams' spans to the claims (h2seed.h). An LRU: a pid reused
+ * while its entry stays only leaves the new process's streams to user
+ * space, as a claim that never comes does. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} h2_claimers SEC(".maps");
+
+/* Thread-mode process tgid claims an HTTP/2 stream: the first time, noted. */
+static __always_inline void h2_note_claimer(__u32 tgid)
+{
+	__u8 one = 1;
+	if (!bpf_map_lookup_elem(&h2_claimers, &tgid))
+		bpf_map_update_elem(&h2_claimers, &tgid, &one, BPF_ANY);
+}
+
 /* An event of process tgid about HTTP/2 stream `stream` of goroutine (or
  * thread) goid, reserved with its common fields; the caller fills the
  * rest and submits it (h2_event_submit). NULL when the ring is full. */

@@ -45,7 +45,8 @@ struct {
 struct traced_client {
 	__u64 gen;    /* when it was established: names it among those of its 4-tuple */
 	__u8 linked;  /* a Go server of this host read its client preface (h2link.h) */
-	__u8 _pad[7];
+	__u8 served;  /* a traced process of this host is its server end (h2seed.h) */
+	__u8 _pad[6];
 };
 
 /* The 4-tuples of traced processes' established client connections,
@@ -187,6 +188,34 @@ static __always_inline void note_traced_client(struct trace_event_raw_inet_sock_
 	peer_key_of_sock(&k, (struct sock *)sk);
 	struct traced_client tc = {.gen = bpf_ktime_get_ns()};
 	bpf_map_update_elem(&traced_clients, &k, &tc, BPF_ANY);
+}
+
+/* The traced client of this host whose connection server socket sk
+ * accepted, if any; its key (as the client sees it) goes to k. */
+static __always_inline struct traced_client *traced_client_of_server(struct peer_key *k, struct sock *sk)
+{
+	struct peer_key mine;
+	peer_key_of_sock(&mine, sk);
+	__builtin_memcpy(k->caddr, mine.saddr, sizeof(k->caddr));
+	__builtin_memcpy(k->saddr, mine.caddr, sizeof(k->saddr));
+	k->cport = mine.sport;
+	k->sport = mine.cport;
+	k->_pad = 0;
+	return bpf_map_lookup_elem(&traced_clients, k);
+}
+
+/* A traced process's first event on socket sk: when sk is the server end
+ * of a traced client's connection, the client's entry says so. The
+ * server reads before it answers, so over TLS this is known before the
+ * handshake ends, before the client's first request (h2seed.h). A global
+ * function: checked once, not in each program that inlines emit_body. */
+__noinline int note_traced_server(__u64 sk)
+{
+	struct peer_key k;
+	struct traced_client *tc = traced_client_of_server(&k, (struct sock *)sk);
+	if (tc && !tc->served)
+		tc->served = 1;
+	return 0;
 }
 
 /* At the close of a tracked socket: its 4-tuple, if a traced client's, goes. */

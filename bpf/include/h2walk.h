@@ -40,12 +40,14 @@ struct h2_key {
 /* Where the walk of one direction stands between two calls. */
 struct h2_walk {
 	__u32 left;   /* payload bytes of the current frame still to come */
+	__u32 opened; /* the highest stream whose HEADERS went this way (h2seed.h) */
 	__u8 copy;    /* the current frame's payload is copied */
 	__u8 have;    /* bytes of a frame header cut by the last call's end */
-	__u8 hdr[4];  /* its length and type bytes, as far as seen */
 	__u8 cut;     /* the copy lost the framing: nothing more is copied */
 	__u8 preface; /* bytes of the client preface still to come (the client's direction) */
-	__u8 _pad[4];
+	__u8 client;  /* the direction of the client's frames, at the client's end */
+	__u8 _pad[3];
+	__u8 hdr[16]; /* the frame header, as far as seen (9 bytes; 16 for the verifier's bounds) */
 };
 
 /* Connections (both directions) that opened with the client preface.
@@ -120,12 +122,23 @@ static __always_inline bool h2_copy(struct h2_walk_ctx *w, __u32 n)
 	return true;
 }
 
-/* A frame header is complete in st->hdr (length, type): its payload starts. */
+/* The stream of the frame header at hdr. */
+static __always_inline __u32 h2_frame_stream(const __u8 *hdr)
+{
+	return ((__u32)hdr[5] << 24 | (__u32)hdr[6] << 16 | (__u32)hdr[7] << 8 | hdr[8]) & 0x7fffffff;
+}
+
+/* A frame header is complete in st->hdr: its payload starts. */
 static __always_inline void h2_begin(struct h2_walk *st)
 {
 	st->left = (__u32)st->hdr[0] << 16 | (__u32)st->hdr[1] << 8 | st->hdr[2];
 	st->copy = h2_payload_copied(st->hdr[3]);
 	st->have = 0;
+	if (st->hdr[3] == H2_HEADERS) {
+		__u32 stream = h2_frame_stream(st->hdr);
+		if (stream > st->opened)
+			st->opened = stream;
+	}
 }
 
 /* One step of the walk: the next piece of the preface, of a frame header
@@ -176,12 +189,12 @@ static long h2_step(__u64 i, void *arg)
 			w->cut = 1;
 			return 1;
 		}
-		/* Keep the length and type bytes for when the header completes. */
-		for (__u32 k = 0; k < 4; k++) {
-			if (k >= n || have + k >= 4)
+		/* Keep the header's bytes for when it completes. */
+		for (__u32 k = 0; k < H2_FRAME_HDR; k++) {
+			if (k >= n || have + k >= H2_FRAME_HDR)
 				break;
 			__u64 idx = have + k, src = at + k;
-			BOUND(idx, 3);
+			BOUND(idx, 15);
 			BOUND(src, 0xfff);
 			st->hdr[idx] = w->e->data[src];
 		}
@@ -277,6 +290,7 @@ static __always_inline struct h2_walk *h2_detect(struct event_buf *e, struct pro
 	struct h2_walk *st = bpf_map_lookup_elem(&h2_conns, &k);
 	if (st) {
 		st->preface = H2_PREFACE_LEN; /* the walk copies it again, then the frames */
+		st->client = dir == WEFT_DIR_EGRESS;
 		/* For h2_stream_parent, which the event goes to next (the
 		 * header, not the stack, which is short in emit_data). */
 		e->hdr.h2_stream = H2_PREFACE_CALL;

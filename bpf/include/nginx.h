@@ -14,11 +14,13 @@
  * so its server span is decided here, for the stream r->stream names,
  * and reported to user space (WEFT_EV_H2_SERVE naming the socket), when
  * the kernel can decide it right: the stream's traceparent, read from
- * the request's parsed headers, or a new trace when no traced process of
- * this host is the connection's client (h2peer.h); else (a traced client
- * here, whose span user space links the stream to; a subrequest; headers
- * it cannot read) the call starts its own trace, never one under the
- * worker thread's other requests.
+ * the request's parsed headers; the span a traced client of this host
+ * decided for the stream (h2seed.h, h2link.h); or a new trace when no
+ * traced process of this host is the connection's client (h2peer.h);
+ * else (a traced client here that left no span, whose span user space
+ * links the stream to; a subrequest; headers it cannot read) the call
+ * starts its own trace, never one under the worker thread's other
+ * requests.
  *
  * Offsets read (stable since nginx 0.x, as its module ABI needs them):
  * ngx_http_request_t.connection at 8, ngx_connection_t.fd at 24,
@@ -202,19 +204,6 @@ static __always_inline enum ngx_tp ngx_traceparent(__u64 r, struct span_ctx *in)
 	return l.next ? NGX_TP_UNKNOWN : NGX_TP_ABSENT;
 }
 
-/* Whether a traced process of this host is the client of server socket sk. */
-static __always_inline bool ngx_client_traced(struct sock *sk)
-{
-	struct peer_key mine, k;
-	peer_key_of_sock(&mine, sk);
-	__builtin_memcpy(k.caddr, mine.saddr, sizeof(k.caddr));
-	__builtin_memcpy(k.saddr, mine.caddr, sizeof(k.saddr));
-	k.cport = mine.sport;
-	k.sport = mine.cport;
-	k._pad = 0;
-	return bpf_map_lookup_elem(&traced_clients, &k) != 0;
-}
-
 enum ngx_h2 { NGX_H2_NOT, NGX_H2_DECIDED, NGX_H2_UNDECIDED };
 
 /* Decides the server span of HTTP/2 request r of connection c (socket
@@ -236,19 +225,36 @@ static __always_inline enum ngx_h2 ngx_h2_span(__u64 pid_tgid, __u64 r, __u64 c,
 	    bpf_probe_read_user(&id, sizeof(id), (void *)node) < 0 || !(id & 1) || id > 0x7fffffff)
 		return NGX_H2_UNDECIDED;
 	struct span_ctx in = {};
+	__u8 kind = WEFT_CTX_SERVER;
 	switch (ngx_traceparent(r, &in)) {
 	case NGX_TP_FOUND:
 		__builtin_memcpy(span->trace_id, in.trace_id, sizeof(span->trace_id));
 		span->trace_flags = continued_flags(&in);
 		random_ids(0, span->span_id);
 		break;
-	case NGX_TP_ABSENT:
-		if (ngx_client_traced(sk))
-			return NGX_H2_UNDECIDED;
+	case NGX_TP_ABSENT: {
+		struct h2_stream_key k = {.stream = id};
+		struct traced_client *tc = traced_client_of_server(&k.conn.pk, sk);
+		if (tc) {
+			/* Its client, on this host, decided the stream's span
+			 * (h2seed.h, h2link.h), or the call cannot have a parent. */
+			k.conn.gen = tc->gen;
+			struct span_ctx *cs = bpf_map_lookup_elem(&h2_client_spans, &k);
+			if (!cs)
+				return NGX_H2_UNDECIDED;
+			in = *cs;
+			bpf_map_delete_elem(&h2_client_spans, &k);
+			__builtin_memcpy(span->trace_id, in.trace_id, sizeof(span->trace_id));
+			span->trace_flags = in.trace_flags;
+			random_ids(0, span->span_id);
+			kind = WEFT_CTX_H2_STREAM;
+			break;
+		}
 		__builtin_memset(&in, 0, sizeof(in));
 		random_ids(span->trace_id, span->span_id);
 		span->trace_flags = root_flags(span->trace_id);
 		break;
+	}
 	default:
 		return NGX_H2_UNDECIDED;
 	}
@@ -257,7 +263,7 @@ static __always_inline enum ngx_h2 ngx_h2_span(__u64 pid_tgid, __u64 r, __u64 c,
 		return NGX_H2_DECIDED; /* counted: the span is the calls' parent all the same */
 	h->sock_id = (__u64)sk;
 	h->tls = tls;
-	h->ctx_kind = WEFT_CTX_SERVER;
+	h->ctx_kind = kind;
 	h->trace_flags = span->trace_flags;
 	__builtin_memcpy(h->trace_id, span->trace_id, sizeof(h->trace_id));
 	__builtin_memcpy(h->span_id, span->span_id, sizeof(h->span_id));

@@ -139,8 +139,11 @@ static __always_inline void tls_tie(__u64 conn, __u32 tgid, __u64 sk)
 		return;
 	}
 	__u8 v = SOCK_TRACKED | SOCK_CIPHER;
-	if (bpf_map_update_elem(&tracked_socks, &sk, &v, BPF_NOEXIST) == -7 /* E2BIG */)
+	long err = bpf_map_update_elem(&tracked_socks, &sk, &v, BPF_NOEXIST);
+	if (err == -7 /* E2BIG */)
 		count(WEFT_STAT_SOCK_TABLE_FULL);
+	else if (err == 0)
+		note_traced_server(sk);
 }
 
 /* A socket call on sk of this thread (goroutine) of process pi that moves

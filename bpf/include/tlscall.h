@@ -7,6 +7,7 @@
 
 #include "common.h"
 #include "sockfd.h"
+#include "h2seed.h"
 
 /* Notes call c of process pi under key. A handshake the library runs
  * inside an open read or write of the same connection (Go's Write before
@@ -71,7 +72,8 @@ __noinline int tls_client_start(struct event_buf *e, __u32 n, __u64 pid_tgid, __
 }
 
 /* A TLS write of num bytes at buf on connection conn: when they begin a
- * request, its client span is decided now (tls_client_start). sock: the
+ * request, its client span is decided now (tls_client_start); when they
+ * open HTTP/2 streams, theirs may be (h2seed.h). sock: the
  * connection's socket if the caller knows it, else 0; goid: the writing
  * goroutine in a Go program, else 0. A response's bytes
  * are not copied here: a first look at the method tells it. */
@@ -80,8 +82,12 @@ static __always_inline void tls_write_begins(__u64 pid_tgid, __u64 conn, __u64 s
 {
 	__u32 zero = 0;
 	struct event_buf *e = bpf_map_lookup_elem(&scratch, &zero);
-	if (!e || num < 8 || bpf_probe_read_user(e->data, 8, (void *)buf) < 0 || !is_request_start(e->data, 8))
+	if (!e || num < 8 || bpf_probe_read_user(e->data, 8, (void *)buf) < 0)
 		return;
+	if (!is_request_start(e->data, 8)) {
+		h2_client_writes(pid_tgid, conn, sock, buf, num, e->data);
+		return;
+	}
 	if (!sock)
 		sock = tls_sock_of(conn, pid_tgid >> 32);
 	if (!sock)

@@ -121,6 +121,12 @@ type Stats struct {
 	// handler) under their client span of this host, which it decided
 	// for them (bpf/include/h2link.h); H2Linked counts them too.
 	H2ServedLinked atomic.Uint64
+	// H2Opened: client streams whose span the kernel decided, as they
+	// opened, for their server end on this host (h2open.go).
+	H2Opened atomic.Uint64
+	// H2OpenedUnmatched: such decisions no stream took (its write
+	// failed, its connection closed first, or the table was full).
+	H2OpenedUnmatched atomic.Uint64
 
 	mu     sync.Mutex
 	byKind httpparse.ErrorCounts // parse errors by reason
@@ -151,6 +157,8 @@ func (s *Stats) Snapshot() map[string]uint64 {
 		"h2_served_unmatched":        s.H2ServedUnmatched.Load(),
 		"h2_served_new":              s.H2ServedNew.Load(),
 		"h2_served_linked":           s.H2ServedLinked.Load(),
+		"h2_opened":                  s.H2Opened.Load(),
+		"h2_opened_unmatched":        s.H2OpenedUnmatched.Load(),
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -269,6 +277,10 @@ type Correlator struct {
 	// h2claims: the requests of client streams a Go goroutine will open
 	// for others (h2claims.go).
 	h2claims map[h2ClaimKey]h2Claim
+	// h2opened: the spans the kernel decided for client streams about to
+	// open, by connection (h2open.go).
+	h2opened  map[uint64]map[uint32]h2Opened
+	h2openedN int
 	// h2readers: the HTTP/2 server connection each goroutine reads
 	// (h2serve.go).
 	h2readers map[h2ReaderKey]*conn
@@ -325,6 +337,7 @@ func (c *Correlator) Handle(ev *event.Event) {
 	case event.KindData:
 		c.data(ev)
 	case event.KindClose:
+		c.closeH2Opened(event.TLSConn(ev.ConnID))
 		// The socket's bytes and, over TLS, its plaintext.
 		for _, id := range []uint64{ev.ConnID, event.TLSConn(ev.ConnID)} {
 			if cn, ok := c.conns.Peek(id); ok {
@@ -353,6 +366,8 @@ func (c *Correlator) Handle(ev *event.Event) {
 		c.h2Claim(ev)
 	case event.KindH2Serve:
 		c.h2Serve(ev)
+	case event.KindH2Open:
+		c.h2Open(ev)
 	}
 }
 
@@ -803,6 +818,7 @@ func (c *Correlator) exit(pid uint32, ts uint64) {
 func (c *Correlator) Expire(now uint64) {
 	c.expireLinks(now)
 	c.expireH2Claims(now)
+	c.expireH2Opened(now)
 	timeout := uint64(c.opts.RequestTimeout.Nanoseconds())
 	idle := uint64(c.opts.IdleTimeout.Nanoseconds())
 	for _, id := range c.conns.Keys() {

@@ -143,7 +143,8 @@ func (c *Correlator) loseH2(cn *conn, ts uint64, why error) {
 }
 
 // openStreams decides the client spans of the streams a write opened:
-// under the traceparent the application sent, else under the request
+// under the traceparent the application sent, else with the ids the
+// kernel decided as the write began (h2open.go), else under the request
 // the kernel says the write was made for (CtxH2Stream, or a claim its
 // goroutine left for the stream: h2claims.go), with the span id the
 // kernel decided for a server end on this host if it did, else in a
@@ -158,10 +159,14 @@ func (c *Correlator) openStreams(hc *h2conn, ev *event.Event) {
 			claimed = false
 		}
 		left, isLeft := c.takeH2Claim(ev, x.StreamID)
+		opened, isOpened := c.takeH2Opened(ev, x.StreamID)
 		if trace, parent, flags, ok := httpparse.ParseTraceParent(x.Traceparent); ok {
 			// The server end takes this traceparent, not a span the
 			// kernel may have decided.
 			ids.trace, ids.parent, ids.flags = trace, parent, flags
+		} else if isOpened {
+			ids = opened
+			c.stats.H2Opened.Add(1)
 		} else if mine {
 			ids.trace, ids.parent, ids.flags = ev.TraceID, ev.ParentID, ev.TraceFlags
 			if ev.SpanID != ([8]byte{}) {

@@ -43,6 +43,11 @@ const (
 	// connected out for the first time: from now on its goroutines'
 	// creation is followed (their calls may need their creator's parent).
 	KindCallsOut Kind = 10
+	// KindH2Open: the HTTP/2 client stream H2Stream that thread TID of
+	// process PID is about to open on connection ConnID (between Local
+	// and Remote) is span SpanID of TraceID, a root, decided in the
+	// kernel for the stream's server end on this host (bpf/include/h2seed.h).
+	KindH2Open Kind = 11
 )
 
 // Direction is the flow of bytes relative to the traced process.

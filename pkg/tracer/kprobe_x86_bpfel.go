@@ -192,12 +192,14 @@ type kprobeH2StreamKey struct {
 type kprobeH2Walk struct {
 	_       structs.HostLayout
 	Left    uint32
+	Opened  uint32
 	Copy    uint8
 	Have    uint8
-	Hdr     [4]uint8
 	Cut     uint8
 	Preface uint8
-	Pad     [4]uint8
+	Client  uint8
+	Pad     [3]uint8
+	Hdr     [16]uint8
 }
 
 type kprobeInflight struct {
@@ -363,7 +365,8 @@ type kprobeTracedClient struct {
 	_      structs.HostLayout
 	Gen    uint64
 	Linked uint8
-	Pad    [7]uint8
+	Served uint8
+	Pad    [6]uint8
 }
 
 type kprobeTracesCtx struct {
@@ -398,6 +401,7 @@ const (
 	kprobeMapGoWriter                = "go_writer"
 	kprobeMapGrpcFieldsBuf           = "grpc_fields_buf"
 	kprobeMapGrpcItems               = "grpc_items"
+	kprobeMapH2Claimers              = "h2_claimers"
 	kprobeMapH2Claims                = "h2_claims"
 	kprobeMapH2ClientConns           = "h2_client_conns"
 	kprobeMapH2ClientSocks           = "h2_client_socks"
@@ -630,6 +634,7 @@ type kprobeMapSpecs struct {
 	GoWriter          *ebpf.MapSpec `ebpf:"go_writer"`
 	GrpcFieldsBuf     *ebpf.MapSpec `ebpf:"grpc_fields_buf"`
 	GrpcItems         *ebpf.MapSpec `ebpf:"grpc_items"`
+	H2Claimers        *ebpf.MapSpec `ebpf:"h2_claimers"`
 	H2Claims          *ebpf.MapSpec `ebpf:"h2_claims"`
 	H2ClientConns     *ebpf.MapSpec `ebpf:"h2_client_conns"`
 	H2ClientSocks     *ebpf.MapSpec `ebpf:"h2_client_socks"`
@@ -744,6 +749,7 @@ type kprobeMaps struct {
 	GoWriter          *ebpf.Map `ebpf:"go_writer"`
 	GrpcFieldsBuf     *ebpf.Map `ebpf:"grpc_fields_buf"`
 	GrpcItems         *ebpf.Map `ebpf:"grpc_items"`
+	H2Claimers        *ebpf.Map `ebpf:"h2_claimers"`
 	H2Claims          *ebpf.Map `ebpf:"h2_claims"`
 	H2ClientConns     *ebpf.Map `ebpf:"h2_client_conns"`
 	H2ClientSocks     *ebpf.Map `ebpf:"h2_client_socks"`
@@ -813,6 +819,7 @@ func (m *kprobeMaps) Close() error {
 		m.GoWriter,
 		m.GrpcFieldsBuf,
 		m.GrpcItems,
+		m.H2Claimers,
 		m.H2Claims,
 		m.H2ClientConns,
 		m.H2ClientSocks,

@@ -192,12 +192,14 @@ type tpH2StreamKey struct {
 type tpH2Walk struct {
 	_       structs.HostLayout
 	Left    uint32
+	Opened  uint32
 	Copy    uint8
 	Have    uint8
-	Hdr     [4]uint8
 	Cut     uint8
 	Preface uint8
-	Pad     [4]uint8
+	Client  uint8
+	Pad     [3]uint8
+	Hdr     [16]uint8
 }
 
 type tpInflight struct {
@@ -374,7 +376,8 @@ type tpTracedClient struct {
 	_      structs.HostLayout
 	Gen    uint64
 	Linked uint8
-	Pad    [7]uint8
+	Served uint8
+	Pad    [6]uint8
 }
 
 type tpTracesCtx struct {
@@ -421,6 +424,7 @@ const (
 	tpWeftEventKindWEFT_EV_H2SERVE   tpWeftEventKind = 8
 	tpWeftEventKindWEFT_EV_FORK      tpWeftEventKind = 9
 	tpWeftEventKindWEFT_EV_CALLS_OUT tpWeftEventKind = 10
+	tpWeftEventKindWEFT_EV_H2OPEN    tpWeftEventKind = 11
 )
 
 type tpWeftProcMode uint32
@@ -493,6 +497,7 @@ const (
 	tpMapGoWriter                = "go_writer"
 	tpMapGrpcFieldsBuf           = "grpc_fields_buf"
 	tpMapGrpcItems               = "grpc_items"
+	tpMapH2Claimers              = "h2_claimers"
 	tpMapH2Claims                = "h2_claims"
 	tpMapH2ClientConns           = "h2_client_conns"
 	tpMapH2ClientSocks           = "h2_client_socks"
@@ -759,6 +764,7 @@ type tpMapSpecs struct {
 	GoWriter          *ebpf.MapSpec `ebpf:"go_writer"`
 	GrpcFieldsBuf     *ebpf.MapSpec `ebpf:"grpc_fields_buf"`
 	GrpcItems         *ebpf.MapSpec `ebpf:"grpc_items"`
+	H2Claimers        *ebpf.MapSpec `ebpf:"h2_claimers"`
 	H2Claims          *ebpf.MapSpec `ebpf:"h2_claims"`
 	H2ClientConns     *ebpf.MapSpec `ebpf:"h2_client_conns"`
 	H2ClientSocks     *ebpf.MapSpec `ebpf:"h2_client_socks"`
@@ -873,6 +879,7 @@ type tpMaps struct {
 	GoWriter          *ebpf.Map `ebpf:"go_writer"`
 	GrpcFieldsBuf     *ebpf.Map `ebpf:"grpc_fields_buf"`
 	GrpcItems         *ebpf.Map `ebpf:"grpc_items"`
+	H2Claimers        *ebpf.Map `ebpf:"h2_claimers"`
 	H2Claims          *ebpf.Map `ebpf:"h2_claims"`
 	H2ClientConns     *ebpf.Map `ebpf:"h2_client_conns"`
 	H2ClientSocks     *ebpf.Map `ebpf:"h2_client_socks"`
@@ -942,6 +949,7 @@ func (m *tpMaps) Close() error {
 		m.GoWriter,
 		m.GrpcFieldsBuf,
 		m.GrpcItems,
+		m.H2Claimers,
 		m.H2Claims,
 		m.H2ClientConns,
 		m.H2ClientSocks,
