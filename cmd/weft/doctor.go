@@ -70,7 +70,7 @@ func runtimeNote(pid int, exe string, m tracer.Mode) string {
 	case strings.HasPrefix(base, "python"):
 		return "; an asyncio server's calls get parents with weft's companion (PYTHONPATH=<weft python path --out DIR>), else none while a thread serves two requests at once"
 	case base == "nginx":
-		return "; an event loop: its upstream calls go under the request they proxy (an HTTP/2 stream's when its traceparent, or a client weft does not trace on this host, lets the kernel decide its span), other calls get no parent while a thread serves two requests at once (fail-closed)"
+		return "; an event loop: its upstream calls go under the request they proxy (an HTTP/2 stream's when its traceparent, a client weft does not trace on this host, or one it traces over TLS, lets the kernel decide its span), other calls get no parent while a thread serves two requests at once (fail-closed)"
 	case isHotSpot(pid):
 		return "; a JVM: coroutines, executors and virtual threads keep their parents with the Java agent (--java-agent=attach)"
 	}

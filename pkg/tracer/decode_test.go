@@ -92,3 +92,21 @@ func TestDecodeH2Serve(t *testing.T) {
 		t.Errorf("nginx report: conn %#x creator %#x goroutine %d stream %d", ev.ConnID, ev.Creator, ev.Goroutine, ev.H2Stream)
 	}
 }
+
+// A client stream's kernel-decided span names the TLS plaintext of its
+// socket, and the connection's addresses, as the write that opens it will.
+func TestDecodeH2Open(t *testing.T) {
+	h := tpEventHeader{SockId: 0x5000, Pid: 10, Tid: 11, H2Stream: 5, Kind: uint8(event.KindH2Open), Tls: 1,
+		Family: afInet, Sport: 40000, Dport: 443, TraceId: [16]byte{1}, SpanId: [8]byte{2}, TraceFlags: 1}
+	copy(h.Saddr[:], []byte{127, 0, 0, 1})
+	copy(h.Daddr[:], []byte{127, 0, 0, 2})
+	var ev event.Event
+	if err := Decode(record(h, ""), &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Kind != event.KindH2Open || ev.ConnID != event.TLSConn(0x5000) || ev.H2Stream != 5 ||
+		ev.Local.String() != "127.0.0.1:40000" || ev.Remote.String() != "127.0.0.2:443" ||
+		ev.TraceID != [16]byte{1} || ev.SpanID != [8]byte{2} || ev.TraceFlags != 1 {
+		t.Errorf("decoded %+v", ev)
+	}
+}
