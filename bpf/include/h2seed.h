@@ -6,7 +6,7 @@
  * have the client's span as parent only if the kernel decides that span
  * before the server reads the stream, and leaves it where the server's
  * hooks look (h2_client_spans, h2link.h: nginx's upstream call, a Go
- * server's handler). user space adopts it for the client span.
+ * server's handler). User space adopts it for the client span.
  *
  * The decision is made at the entry of the TLS write, before any byte
  * leaves: the write's plaintext is scanned from where the connection's
