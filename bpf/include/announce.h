@@ -104,7 +104,7 @@ static __always_inline void announce(const void *upath)
 		announced_parent(in, &parent);
 		__u64 pid_tgid = bpf_get_current_pid_tgid();
 		/* This thread writes the stream's HEADERS later in its loop. */
-		h2_note_claimer(pid_tgid >> 32);
+		h2_claim_thread(pid_tgid, stream, &parent);
 		emit_h2_claim(pid_tgid >> 32, (__u32)pid_tgid, stream, &parent, NULL);
 		return;
 	}

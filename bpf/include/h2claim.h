@@ -62,24 +62,45 @@ struct {
 	__type(value, struct span_ctx);
 } grpc_items SEC(".maps");
 
-/* Processes outside Go whose agent or companion claims their HTTP/2
- * client streams (weft_jvm_h2_claim, announce.h) -> 1: the kernel leaves
- * their streams' spans to the claims (h2seed.h). An LRU: a pid reused
- * while its entry stays only leaves the new process's streams to user
- * space, as a claim that never comes does. */
+struct h2_thread_claim_key {
+	__u32 tgid;
+	__u32 tid;
+	__u32 stream;
+	__u32 _pad;
+};
+
+/* How long a thread's claim waits for its write: it is made just before
+ * (OkHttp's flush, the companions' next turn of the loop); an older one
+ * is of a write that never came. */
+#define H2_CLAIM_FRESH_NS 1000000000ULL
+
+/* Claims of threads outside Go (the companions': the JVM's streams go
+ * over its own TLS, which h2seed.h does not see), for the kernel's own
+ * decision of the streams' spans where their writes begin (h2seed.h): (tgid, thread, stream) -> the request, with
+ * `ambiguous` set when a second claim for the key came while the first
+ * was fresh (two connections' streams of one id), and start_ns when it
+ * was made. User space has the claims as events too. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, __u8);
-} h2_claimers SEC(".maps");
+	__uint(max_entries, 16384);
+	__type(key, struct h2_thread_claim_key);
+	__type(value, struct span_ctx);
+} h2_thread_claims SEC(".maps");
 
-/* Thread-mode process tgid claims an HTTP/2 stream: the first time, noted. */
-static __always_inline void h2_note_claimer(__u32 tgid)
+/* Thread pid_tgid claims stream `stream` for request p (all zero: none). */
+static __always_inline void h2_claim_thread(__u64 pid_tgid, __u32 stream, const struct span_ctx *p)
 {
-	__u8 one = 1;
-	if (!bpf_map_lookup_elem(&h2_claimers, &tgid))
-		bpf_map_update_elem(&h2_claimers, &tgid, &one, BPF_ANY);
+	struct h2_thread_claim_key k = {.tgid = pid_tgid >> 32, .tid = (__u32)pid_tgid, .stream = stream};
+	__u64 now = bpf_ktime_get_ns();
+	struct span_ctx *old = bpf_map_lookup_elem(&h2_thread_claims, &k);
+	if (old && now - old->start_ns < H2_CLAIM_FRESH_NS) {
+		old->ambiguous = 1;
+		return;
+	}
+	struct span_ctx c = *p;
+	c.ambiguous = 0;
+	c.start_ns = now;
+	bpf_map_update_elem(&h2_thread_claims, &k, &c, BPF_ANY);
 }
 
 /* An event of process tgid about HTTP/2 stream `stream` of goroutine (or

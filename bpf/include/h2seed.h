@@ -15,11 +15,12 @@
  * none) starts a trace of its own, as user space would start it: the
  * kernel only decides it earlier, and tells user space (WEFT_EV_H2_OPEN).
  *
+ * A stream its thread claimed for a request (the Node.js and Python
+ * companions, h2claim.h) goes under that request instead.
+ *
  * Only where the server end is traced on this host (traced_client.served,
- * h2peer.h) and no claim names the streams' requests (h2_claimers: the
- * Java agent, the Node.js and Python companions). Plaintext HTTP/2 (h2c)
- * is not covered: its bytes are reported after they left. Included by
- * tlscall.h. */
+ * h2peer.h). Plaintext HTTP/2 (h2c) is not covered: its bytes are
+ * reported after they left. Included by tlscall.h. */
 #ifndef WEFT_H2SEED_H
 #define WEFT_H2SEED_H
 
@@ -36,14 +37,35 @@ struct h2_seed_ctx {
 	struct h2_conn_key conn;
 };
 
-/* Stream `stream` opens: its span is decided, left for the server end and
- * told to user space. */
+/* Stream `stream` opens: its span is decided, under the request its
+ * thread claimed it for (h2claim.h) or as a root, left for the server end
+ * and told to user space. */
 static __always_inline void h2_seed_open(struct h2_seed_ctx *s, __u32 stream)
 {
 	struct h2_stream_key k = {.conn = s->conn, .stream = stream};
-	struct span_ctx span = {};
-	random_ids(span.trace_id, span.span_id);
-	span.trace_flags = root_flags(span.trace_id);
+	struct span_ctx span = {}, parent = {};
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct h2_thread_claim_key ck = {.tgid = pid_tgid >> 32, .tid = (__u32)pid_tgid, .stream = stream};
+	struct span_ctx *claim = bpf_map_lookup_elem(&h2_thread_claims, &ck);
+	if (claim) {
+		/* Two connections' streams of one id: which is whose cannot be
+		 * told, as user space cannot tell its claims apart. */
+		if (!claim->ambiguous && bpf_ktime_get_ns() - claim->start_ns < H2_CLAIM_FRESH_NS)
+			parent = *claim;
+		bpf_map_delete_elem(&h2_thread_claims, &ck);
+	}
+	__u64 hi, lo;
+	__builtin_memcpy(&hi, parent.trace_id, sizeof(hi));
+	__builtin_memcpy(&lo, parent.trace_id + 8, sizeof(lo));
+	if (hi | lo) {
+		__builtin_memcpy(span.trace_id, parent.trace_id, sizeof(span.trace_id));
+		span.trace_flags = parent.trace_flags;
+		random_ids(0, span.span_id);
+	} else {
+		__builtin_memset(&parent, 0, sizeof(parent));
+		random_ids(span.trace_id, span.span_id);
+		span.trace_flags = root_flags(span.trace_id);
+	}
 	/* A write retried after part of it left may open a stream again:
 	 * the span its server end may have taken stays the stream's. */
 	if (bpf_map_update_elem(&h2_client_spans, &k, &span, BPF_NOEXIST) < 0)
@@ -58,6 +80,7 @@ static __always_inline void h2_seed_open(struct h2_seed_ctx *s, __u32 stream)
 	h->trace_flags = span.trace_flags;
 	__builtin_memcpy(h->trace_id, span.trace_id, sizeof(h->trace_id));
 	__builtin_memcpy(h->span_id, span.span_id, sizeof(h->span_id));
+	__builtin_memcpy(h->parent_id, parent.span_id, sizeof(h->parent_id));
 	fill_addrs(h, (struct sock *)s->sock);
 	h2_event_submit(h);
 }
@@ -161,8 +184,6 @@ static __always_inline void h2_client_writes(__u64 pid_tgid, __u64 conn, __u64 s
 		if (!st || !st->client)
 			return;
 	}
-	if (bpf_map_lookup_elem(&h2_claimers, &tgid))
-		return;
 	h2_seed_streams(tgid, sock, buf, num, st);
 }
 

@@ -208,7 +208,6 @@ int weft_jvm_h2_claim(struct pt_regs *ctx)
 	 * thread that did not carry it, which must not be taken for this
 	 * one (another connection's stream). */
 	struct span_ctx none = {};
-	h2_note_claimer(tgid);
 	emit_h2_claim(tgid, (__u32)pid_tgid, stream, srv ? srv : &none, NULL);
 	return 0;
 }

@@ -29,9 +29,9 @@ enum weft_event_kind {
 	                         * out for the first time (h2peer.h) */
 	WEFT_EV_H2_OPEN = 11, /* the client stream h2_stream that thread tid of process
 	                       * pid is about to open on socket sock_id (tls: its
-	                       * plaintext) is span span_id of trace_id, a root, which
-	                       * the kernel decided for its server end on this host
-	                       * (h2seed.h) */
+	                       * plaintext) is span span_id of trace_id under parent_id
+	                       * (zero: a root), which the kernel decided for its
+	                       * server end on this host (h2seed.h) */
 };
 
 /* What the trace context fields of an event say. */

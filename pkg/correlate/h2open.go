@@ -8,7 +8,8 @@ import (
 
 // A process outside Go that opens HTTP/2 streams over TLS to a server
 // traced on this host gets its streams' spans decided in the kernel, as
-// each write begins, so that the server's hooks can take them as parent
+// each write begins (under the request its thread claimed a stream for,
+// else as roots), so that the server's hooks can take them as parent
 // (bpf/include/h2seed.h). The kernel reports each (event.KindH2Open)
 // before the write's data; the stream's client span takes those ids when
 // the write opens it (openStreams).
@@ -45,7 +46,7 @@ func (c *Correlator) h2Open(ev *event.Event) {
 		c.h2opened[ev.ConnID] = byStream
 	}
 	byStream[ev.H2Stream] = h2Opened{
-		ids:    spanIDs{trace: ev.TraceID, span: ev.SpanID, flags: ev.TraceFlags},
+		ids:    spanIDs{trace: ev.TraceID, span: ev.SpanID, parent: ev.ParentID, flags: ev.TraceFlags},
 		pid:    ev.PID,
 		local:  ev.Local,
 		remote: ev.Remote,

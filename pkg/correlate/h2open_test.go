@@ -9,15 +9,22 @@ import (
 )
 
 // h2opened reports the ids the kernel decided for client stream `stream`
-// of connection conn (h2seed.h), between local and remote.
+// of connection conn (h2seed.h), between local and remote: a root.
 func (r *rec) h2opened(conn uint64, ts uint64, stream uint32, trace [16]byte, span [8]byte, local, remote netip.AddrPort) {
+	r.h2openedUnder(conn, ts, stream, trace, span, [8]byte{}, local, remote)
+}
+
+// h2openedUnder is h2opened under parent, the request the stream's
+// thread claimed it for.
+func (r *rec) h2openedUnder(conn uint64, ts uint64, stream uint32, trace [16]byte, span, parent [8]byte, local, remote netip.AddrPort) {
 	r.c.Handle(&event.Event{Kind: event.KindH2Open, ConnID: conn, PID: 10, TID: 11, Time: ts, H2Stream: stream,
-		TraceID: trace, SpanID: span, TraceFlags: 1, Ctx: event.CtxClient, Dir: event.Egress,
+		TraceID: trace, SpanID: span, ParentID: parent, TraceFlags: 1, Ctx: event.CtxClient, Dir: event.Egress,
 		Local: local, Remote: remote})
 }
 
 // Client streams whose ids the kernel decided as their write began take
-// them, two opened by one write included; an application's traceparent
+// them (a root, or under the request a claim named), two opened by one
+// write included; an application's traceparent
 // still wins; a decision left by an earlier connection at the socket's
 // address, one for other addresses, and a second one for a stream are
 // taken by no stream, and counted.
@@ -27,7 +34,7 @@ func TestH2OpenedByKernel(t *testing.T) {
 	const sock = 100
 	conn := event.TLSConn(sock) // the plaintext's
 	t1, s1 := [16]byte{1, 1}, [8]byte{1}
-	t3, s3 := [16]byte{3, 3}, [8]byte{3}
+	t3, s3, p3 := [16]byte{3, 3}, [8]byte{3}, [8]byte{0x33}
 	t5, s5 := [16]byte{5, 5}, [8]byte{5}
 	t7, s7 := [16]byte{7, 7}, [8]byte{7}
 
@@ -36,7 +43,7 @@ func TestH2OpenedByKernel(t *testing.T) {
 	r.c.Handle(&event.Event{Kind: event.KindClose, ConnID: sock, PID: 10, Time: 1 * ms})
 
 	r.h2opened(conn, 2*ms, 1, t1, s1, cli, up)
-	r.h2opened(conn, 2*ms, 3, t3, s3, cli, up)
+	r.h2openedUnder(conn, 2*ms, 3, t3, s3, p3, cli, up)
 	r.h2opened(conn, 2*ms, 3, t5, s5, cli, up)                                      // a retried write's: the first stays
 	r.h2opened(conn, 2*ms, 5, t5, s5, cli, netip.MustParseAddrPort("10.0.0.9:443")) // another connection's addresses
 	r.h2opened(conn, 2*ms, 7, t7, s7, cli, up)
@@ -64,12 +71,12 @@ func TestH2OpenedByKernel(t *testing.T) {
 		byPath[s.Path] = s
 	}
 	for path, want := range map[string]struct {
-		trace [16]byte
-		span  [8]byte
-	}{"/one": {t1, s1}, "/three": {t3, s3}} {
+		trace        [16]byte
+		span, parent [8]byte
+	}{"/one": {t1, s1, [8]byte{}}, "/three": {t3, s3, p3}} {
 		s := byPath[path]
-		if s.TraceID != want.trace || s.SpanID != want.span || s.ParentID.IsValid() || s.TraceFlags != 1 {
-			t.Errorf("%s: trace %s span %s parent %s, want the kernel's root", path, s.TraceID, s.SpanID, s.ParentID)
+		if s.TraceID != want.trace || s.SpanID != want.span || s.ParentID != want.parent || s.TraceFlags != 1 {
+			t.Errorf("%s: trace %s span %s parent %s, want the kernel's", path, s.TraceID, s.SpanID, s.ParentID)
 		}
 	}
 	for _, path := range []string{"/five", "/nine"} {

@@ -45,8 +45,9 @@ const (
 	KindCallsOut Kind = 10
 	// KindH2Open: the HTTP/2 client stream H2Stream that thread TID of
 	// process PID is about to open on connection ConnID (between Local
-	// and Remote) is span SpanID of TraceID, a root, decided in the
-	// kernel for the stream's server end on this host (bpf/include/h2seed.h).
+	// and Remote) is span SpanID of TraceID under ParentID (zero: a root),
+	// decided in the kernel for the stream's server end on this host
+	// (bpf/include/h2seed.h).
 	KindH2Open Kind = 11
 )
 

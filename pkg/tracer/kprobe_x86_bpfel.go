@@ -189,6 +189,14 @@ type kprobeH2StreamKey struct {
 	Pad    uint32
 }
 
+type kprobeH2ThreadClaimKey struct {
+	_      structs.HostLayout
+	Tgid   uint32
+	Tid    uint32
+	Stream uint32
+	Pad    uint32
+}
+
 type kprobeH2Walk struct {
 	_       structs.HostLayout
 	Left    uint32
@@ -401,13 +409,13 @@ const (
 	kprobeMapGoWriter                = "go_writer"
 	kprobeMapGrpcFieldsBuf           = "grpc_fields_buf"
 	kprobeMapGrpcItems               = "grpc_items"
-	kprobeMapH2Claimers              = "h2_claimers"
 	kprobeMapH2Claims                = "h2_claims"
 	kprobeMapH2ClientConns           = "h2_client_conns"
 	kprobeMapH2ClientSocks           = "h2_client_socks"
 	kprobeMapH2ClientSpans           = "h2_client_spans"
 	kprobeMapH2Conns                 = "h2_conns"
 	kprobeMapH2PrefaceCreators       = "h2_preface_creators"
+	kprobeMapH2ThreadClaims          = "h2_thread_claims"
 	kprobeMapInflightBpfSend         = "inflight_bpf_send"
 	kprobeMapInflightRecv            = "inflight_recv"
 	kprobeMapInflightSend            = "inflight_send"
@@ -634,13 +642,13 @@ type kprobeMapSpecs struct {
 	GoWriter          *ebpf.MapSpec `ebpf:"go_writer"`
 	GrpcFieldsBuf     *ebpf.MapSpec `ebpf:"grpc_fields_buf"`
 	GrpcItems         *ebpf.MapSpec `ebpf:"grpc_items"`
-	H2Claimers        *ebpf.MapSpec `ebpf:"h2_claimers"`
 	H2Claims          *ebpf.MapSpec `ebpf:"h2_claims"`
 	H2ClientConns     *ebpf.MapSpec `ebpf:"h2_client_conns"`
 	H2ClientSocks     *ebpf.MapSpec `ebpf:"h2_client_socks"`
 	H2ClientSpans     *ebpf.MapSpec `ebpf:"h2_client_spans"`
 	H2Conns           *ebpf.MapSpec `ebpf:"h2_conns"`
 	H2PrefaceCreators *ebpf.MapSpec `ebpf:"h2_preface_creators"`
+	H2ThreadClaims    *ebpf.MapSpec `ebpf:"h2_thread_claims"`
 	InflightBpfSend   *ebpf.MapSpec `ebpf:"inflight_bpf_send"`
 	InflightRecv      *ebpf.MapSpec `ebpf:"inflight_recv"`
 	InflightSend      *ebpf.MapSpec `ebpf:"inflight_send"`
@@ -749,13 +757,13 @@ type kprobeMaps struct {
 	GoWriter          *ebpf.Map `ebpf:"go_writer"`
 	GrpcFieldsBuf     *ebpf.Map `ebpf:"grpc_fields_buf"`
 	GrpcItems         *ebpf.Map `ebpf:"grpc_items"`
-	H2Claimers        *ebpf.Map `ebpf:"h2_claimers"`
 	H2Claims          *ebpf.Map `ebpf:"h2_claims"`
 	H2ClientConns     *ebpf.Map `ebpf:"h2_client_conns"`
 	H2ClientSocks     *ebpf.Map `ebpf:"h2_client_socks"`
 	H2ClientSpans     *ebpf.Map `ebpf:"h2_client_spans"`
 	H2Conns           *ebpf.Map `ebpf:"h2_conns"`
 	H2PrefaceCreators *ebpf.Map `ebpf:"h2_preface_creators"`
+	H2ThreadClaims    *ebpf.Map `ebpf:"h2_thread_claims"`
 	InflightBpfSend   *ebpf.Map `ebpf:"inflight_bpf_send"`
 	InflightRecv      *ebpf.Map `ebpf:"inflight_recv"`
 	InflightSend      *ebpf.Map `ebpf:"inflight_send"`
@@ -819,13 +827,13 @@ func (m *kprobeMaps) Close() error {
 		m.GoWriter,
 		m.GrpcFieldsBuf,
 		m.GrpcItems,
-		m.H2Claimers,
 		m.H2Claims,
 		m.H2ClientConns,
 		m.H2ClientSocks,
 		m.H2ClientSpans,
 		m.H2Conns,
 		m.H2PrefaceCreators,
+		m.H2ThreadClaims,
 		m.InflightBpfSend,
 		m.InflightRecv,
 		m.InflightSend,

@@ -189,6 +189,14 @@ type tpH2StreamKey struct {
 	Pad    uint32
 }
 
+type tpH2ThreadClaimKey struct {
+	_      structs.HostLayout
+	Tgid   uint32
+	Tid    uint32
+	Stream uint32
+	Pad    uint32
+}
+
 type tpH2Walk struct {
 	_       structs.HostLayout
 	Left    uint32
@@ -497,13 +505,13 @@ const (
 	tpMapGoWriter                = "go_writer"
 	tpMapGrpcFieldsBuf           = "grpc_fields_buf"
 	tpMapGrpcItems               = "grpc_items"
-	tpMapH2Claimers              = "h2_claimers"
 	tpMapH2Claims                = "h2_claims"
 	tpMapH2ClientConns           = "h2_client_conns"
 	tpMapH2ClientSocks           = "h2_client_socks"
 	tpMapH2ClientSpans           = "h2_client_spans"
 	tpMapH2Conns                 = "h2_conns"
 	tpMapH2PrefaceCreators       = "h2_preface_creators"
+	tpMapH2ThreadClaims          = "h2_thread_claims"
 	tpMapInflightCalls           = "inflight_calls"
 	tpMapInjectScratch           = "inject_scratch"
 	tpMapJvmTlsScratch           = "jvm_tls_scratch"
@@ -764,13 +772,13 @@ type tpMapSpecs struct {
 	GoWriter          *ebpf.MapSpec `ebpf:"go_writer"`
 	GrpcFieldsBuf     *ebpf.MapSpec `ebpf:"grpc_fields_buf"`
 	GrpcItems         *ebpf.MapSpec `ebpf:"grpc_items"`
-	H2Claimers        *ebpf.MapSpec `ebpf:"h2_claimers"`
 	H2Claims          *ebpf.MapSpec `ebpf:"h2_claims"`
 	H2ClientConns     *ebpf.MapSpec `ebpf:"h2_client_conns"`
 	H2ClientSocks     *ebpf.MapSpec `ebpf:"h2_client_socks"`
 	H2ClientSpans     *ebpf.MapSpec `ebpf:"h2_client_spans"`
 	H2Conns           *ebpf.MapSpec `ebpf:"h2_conns"`
 	H2PrefaceCreators *ebpf.MapSpec `ebpf:"h2_preface_creators"`
+	H2ThreadClaims    *ebpf.MapSpec `ebpf:"h2_thread_claims"`
 	InflightCalls     *ebpf.MapSpec `ebpf:"inflight_calls"`
 	InjectScratch     *ebpf.MapSpec `ebpf:"inject_scratch"`
 	JvmTlsScratch     *ebpf.MapSpec `ebpf:"jvm_tls_scratch"`
@@ -879,13 +887,13 @@ type tpMaps struct {
 	GoWriter          *ebpf.Map `ebpf:"go_writer"`
 	GrpcFieldsBuf     *ebpf.Map `ebpf:"grpc_fields_buf"`
 	GrpcItems         *ebpf.Map `ebpf:"grpc_items"`
-	H2Claimers        *ebpf.Map `ebpf:"h2_claimers"`
 	H2Claims          *ebpf.Map `ebpf:"h2_claims"`
 	H2ClientConns     *ebpf.Map `ebpf:"h2_client_conns"`
 	H2ClientSocks     *ebpf.Map `ebpf:"h2_client_socks"`
 	H2ClientSpans     *ebpf.Map `ebpf:"h2_client_spans"`
 	H2Conns           *ebpf.Map `ebpf:"h2_conns"`
 	H2PrefaceCreators *ebpf.Map `ebpf:"h2_preface_creators"`
+	H2ThreadClaims    *ebpf.Map `ebpf:"h2_thread_claims"`
 	InflightCalls     *ebpf.Map `ebpf:"inflight_calls"`
 	InjectScratch     *ebpf.Map `ebpf:"inject_scratch"`
 	JvmTlsScratch     *ebpf.Map `ebpf:"jvm_tls_scratch"`
@@ -949,13 +957,13 @@ func (m *tpMaps) Close() error {
 		m.GoWriter,
 		m.GrpcFieldsBuf,
 		m.GrpcItems,
-		m.H2Claimers,
 		m.H2Claims,
 		m.H2ClientConns,
 		m.H2ClientSocks,
 		m.H2ClientSpans,
 		m.H2Conns,
 		m.H2PrefaceCreators,
+		m.H2ThreadClaims,
 		m.InflightCalls,
 		m.InjectScratch,
 		m.JvmTlsScratch,

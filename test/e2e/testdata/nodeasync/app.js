@@ -4,7 +4,7 @@
 //
 //   node app.js BACKEND_HOST:PORT [http|express]
 //   node app.js BACKEND_HOST:PORT https CERT_FILE KEY_FILE
-//   node app.js BACKEND_HOST:PORT h2|h2-tls
+//   node app.js BACKEND_HOST:PORT h2|h2-tls [CALL_PATH]
 //
 // https: the front serves HTTPS and calls the backend over HTTPS (the
 // backend's certificate is not checked: NODE_TLS_REJECT_UNAUTHORIZED=0).
@@ -26,6 +26,11 @@ const http = require('http');
 const https = require('https');
 
 const [backend, flavour = 'http', certFile, keyFile] = process.argv.slice(2);
+// h2, h2-tls: what /req/N calls begin with (/req/ has an h2app server
+// call its own backend, and answer 404 to every tenth, as h2app's
+// statusOf says).
+const callPath = (flavour.startsWith('h2') && certFile) || '/work/';
+const wantStatus = (n) => (callPath === '/req/' && Number(n) % 10 === 7 ? 404 : 200);
 const [host, port] = backend.split(':');
 const scheme = flavour === 'https' ? 'https' : 'http';
 const client = scheme === 'https' ? https : http;
@@ -52,14 +57,14 @@ function h2Session() {
   return session;
 }
 
-function h2Call(path) {
+function h2Call(path, want = 200) {
   return new Promise((resolve, reject) => {
     const stream = h2Session().request({ ':path': path });
     let status = 0;
     stream.on('response', (h) => { status = h[':status']; });
     stream.on('error', reject);
     stream.resume();
-    stream.on('end', () => (status === 200 ? resolve() : reject(new Error(`${path}: ${status}`))));
+    stream.on('end', () => (status === want ? resolve() : reject(new Error(`${path}: ${status}`))));
   });
 }
 
@@ -71,7 +76,7 @@ async function fetchCall(path) {
 
 const get = flavour.startsWith('h2') ? h2Call : call;
 const routes = {
-  req: async (n) => { await wait(); await get(`/work/${n}`); },
+  req: async (n) => { await wait(); await get(`${callPath}${n}`, wantStatus(n)); },
   fan: async (n) => { await wait(); await Promise.all([get(`/work/${n}/a`), get(`/work/${n}/b`)]); },
   fetch: async (n) => { await wait(); await fetchCall(`/work/${n}`); },
   spawn: async (n) => { setTimeout(() => call(`/work/late-${n}`).catch(() => {}), 50); },
