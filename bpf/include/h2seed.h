@@ -103,11 +103,8 @@ static long h2_seed_step(__u64 i, void *arg)
 			n = st->left;
 		st->left -= n;
 	} else {
-		__u32 have = st->have;
-		if (have >= H2_FRAME_HDR)
-			have = 0;
-		if (n > H2_FRAME_HDR - have)
-			n = H2_FRAME_HDR - have;
+		__u32 have;
+		n = h2_header_take(st, n, &have);
 		__u8 b[H2_FRAME_HDR] = {};
 		__u64 l = n;
 		BOUND(l, 15);
@@ -122,13 +119,11 @@ static long h2_seed_step(__u64 i, void *arg)
 		}
 		st->have = have + n;
 		if (st->have == H2_FRAME_HDR) {
-			st->have = 0;
-			st->left = (__u32)st->hdr[0] << 16 | (__u32)st->hdr[1] << 8 | st->hdr[2];
 			__u32 stream = h2_frame_stream(st->hdr);
-			if (st->hdr[3] == H2_HEADERS && (stream & 1) && stream > st->opened) {
-				st->opened = stream;
+			bool opens = st->hdr[3] == H2_HEADERS && (stream & 1) && stream > st->opened;
+			h2_begin(st);
+			if (opens)
 				h2_seed_open(s, stream);
-			}
 		}
 	}
 	s->pos += n;

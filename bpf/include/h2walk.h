@@ -141,6 +141,17 @@ static __always_inline void h2_begin(struct h2_walk *st)
 	}
 }
 
+/* Of the n bytes at hand, how many the frame header being read takes;
+ * *have, how many it has already. */
+static __always_inline __u32 h2_header_take(const struct h2_walk *st, __u32 n, __u32 *have)
+{
+	__u32 h = st->have;
+	if (h >= H2_FRAME_HDR)
+		h = 0;
+	*have = h;
+	return n > H2_FRAME_HDR - h ? H2_FRAME_HDR - h : n;
+}
+
 /* One step of the walk: the next piece of the preface, of a frame header
  * or of a payload that lies in the current buffer (or iovec), copied or
  * passed over; or the move to the next iovec. */
@@ -179,11 +190,8 @@ static long h2_step(__u64 i, void *arg)
 		}
 		st->left -= n;
 	} else {
-		__u32 have = st->have;
-		if (have >= H2_FRAME_HDR)
-			have = 0;
-		if (n > H2_FRAME_HDR - have)
-			n = H2_FRAME_HDR - have;
+		__u32 have;
+		n = h2_header_take(st, n, &have);
 		__u32 at = w->out;
 		if (!h2_copy(w, n)) {
 			w->cut = 1;
