@@ -180,9 +180,10 @@ func checkHandlerParents(t *testing.T, got []span, n, midPid, backPid int, backA
 // connection. The connection's first stream, a warm-up call, cannot be
 // decided (the client learns its connection's socket at its first write):
 // its server span is linked in user space, and its handler's GET is a
-// trace of its own, counted. A Node.js front (node:http2 over TLS, its
-// streams claimed by the companion) has every stream decided where its
-// write begins (h2seed.h), the warm-up's too. Then every request is one chain of five
+// trace of its own, counted. A Node.js front (node:http2) and a Python
+// one (httpx), over TLS, their streams claimed by the companions, have
+// every stream decided where its write begins (h2seed.h), the warm-up's
+// too. Then every request is one chain of five
 // spans: the front's server span, its call, the server's span under the
 // call (linked in the kernel, counted), the handler's GET under that,
 // websrv's span under the GET; 1500 spans, no other.
@@ -197,28 +198,35 @@ func TestH2HandlerParentsBothEndsTraced(t *testing.T) {
 		{"grpc-1.81/h2c", bins.h2appGRPC181, "-mode=grpc-front", "-mode=grpc-server", false},
 		{"net-http/h2c", bins.h2app, "-mode=h2-front -call-path=/req/", "-mode=h2c-server", false},
 		{"net-http/tls", bins.h2app, "-mode=h2-front -call-path=/req/", "-mode=https-server", true},
-		{"node/tls", "", "", "-mode=https-server", true},
+		{"node/tls", "node", "", "-mode=https-server", true},
+		{"python-httpx/tls", "python", "", "-mode=https-server", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			const n = 300
 			rcv := otlptest.Start(t)
 			back, backAddr := startServer(t)
 			tls := "-tls=" + strconv.FormatBool(c.tls)
-			node := c.bin == ""
+			// Node.js's node:http2 and Python's httpx over OpenSSL, whose
+			// streams their companions claim: the kernel decides their
+			// spans as their writes begin (h2seed.h), the first stream's
+			// too.
+			companion := c.bin == "node" || c.bin == "python"
 			server := c.bin
-			if node {
+			if companion {
 				server = bins.h2app
 			}
 			mid, midAddr := startListener(t, exec.Command(server, c.server, tls, "-backend="+backAddr))
 			var frontCmd *exec.Cmd
-			if node {
-				// Node.js's node:http2 over OpenSSL, whose streams its
-				// companion claims: the kernel decides their spans as
-				// its writes begin (h2seed.h), the first stream's too.
-				app, companion := nodeAsync(t)
+			switch c.bin {
+			case "node":
+				app, lib := nodeAsync(t)
 				frontCmd = exec.Command("node", app, midAddr, "h2-tls", "/req/")
-				frontCmd.Env = []string{"NODE_OPTIONS=--require " + companion}
-			} else {
+				frontCmd.Env = []string{"NODE_OPTIONS=--require " + lib}
+			case "python":
+				app, venv, lib := pyAsync(t)
+				frontCmd = exec.Command(venv, app, midAddr, "fastapi", "httpx-h2-tls")
+				frontCmd.Env = []string{"PYTHONPATH=" + lib, "CALL_PATH=/req/"}
+			default:
 				frontCmd = exec.Command(c.bin, append(strings.Fields(c.front), tls, "-addr="+midAddr)...)
 			}
 			front, frontAddr := startListener(t, frontCmd)
@@ -241,7 +249,7 @@ func TestH2HandlerParentsBothEndsTraced(t *testing.T) {
 				t.Fatal(err)
 			}
 			roots, servedLinked, opened := uint64(1), uint64(n), uint64(0)
-			if node {
+			if companion {
 				roots, servedLinked, opened = 0, n+1, n+1
 			}
 			if m0["spans_client_root"] != roots || m["spans_client_root"] != roots || m["h2_served_linked"] != servedLinked ||

@@ -15,9 +15,13 @@ the backend over HTTPS (asyncio's ssl: memory BIOs), not checking the
 backend's certificate. httpx-h2 makes every call over HTTP/2 with prior
 knowledge, httpx-h2-tls over HTTPS with HTTP/2 only: one connection,
 whose streams interleave. It prints its address on the first line.
+CALL_PATH in the environment replaces /req/N's /work/ (/req/ has an h2app
+server call its own backend, and answer 404 to every tenth, as h2app's
+statusOf says).
 """
 
 import asyncio
+import os
 import random
 import ssl
 import sys
@@ -25,7 +29,12 @@ import sys
 backend, server_kind, client_kind = sys.argv[1:4]
 cert = sys.argv[4:6]
 base = ("https://" if cert or client_kind == "httpx-h2-tls" else "http://") + backend
+call_path = os.environ.get("CALL_PATH", "/work/")
 _client = None
+
+
+def want_status(n):
+    return 404 if call_path == "/req/" and int(n) % 10 == 7 else 200
 
 
 def client():
@@ -48,7 +57,7 @@ def client():
     return _client
 
 
-async def call(path):
+async def call(path, want=200):
     c = client()
     if client_kind == "aiohttp":
         async with c.get(base + path) as r:
@@ -57,7 +66,7 @@ async def call(path):
     else:
         r = await c.get(base + path)
         status = r.status_code
-    if status != 200:
+    if status != want:
         raise RuntimeError("%s: %d" % (path, status))
 
 
@@ -79,7 +88,7 @@ async def late(n):
 async def handle(route, n):
     if route == "req":
         await wait()
-        await call("/work/%s" % n)
+        await call("%s%s" % (call_path, n), want_status(n))
     elif route == "fan":
         await wait()
         await asyncio.gather(call("/work/%s/a" % n), call("/work/%s/b" % n))
