@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -301,14 +302,48 @@ func (w *weft) Metrics() (map[string]uint64, error) {
 	return metrics.SelfMetrics(mfs), nil
 }
 
+// freePort returns a port of 127.0.0.1 that nothing uses now, for a
+// server that binds it later. It is taken below the kernel's ephemeral
+// range: a port from that range, free when looked at, can become the local
+// port of any connection made before the server binds it (a JVM takes
+// seconds to), and the suites running side by side make many.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	low := ephemeralLow(t)
+	for range 1000 {
+		port := freePortFloor + rand.IntN(low-freePortFloor)
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue // in use
+		}
+		l.Close()
+		return port
+	}
+	t.Fatalf("no free port in [%d, %d)", freePortFloor, low)
+	return 0
+}
+
+// freePortFloor: freePort's ports start here, above the well-known
+// services' and the registered ones most hosts run.
+const freePortFloor = 10000
+
+// ephemeralLow is where the kernel's range of ports it picks for
+// connections and port-0 binds begins.
+func ephemeralLow(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		t.Fatalf("ephemeral port range %q", b)
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil || low <= freePortFloor+1000 {
+		t.Fatalf("ephemeral port range %q: no room below it", b)
+	}
+	return low
 }
 
 // userAgent identifies the Go client requests of the tests.
