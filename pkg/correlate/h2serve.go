@@ -1,6 +1,8 @@
 package correlate
 
 import (
+	"slices"
+
 	"github.com/weftdev/weft/pkg/event"
 )
 
@@ -45,14 +47,23 @@ type h2ReaderKey struct {
 const maxH2Served = 1024
 
 // h2Reader notes that ev, a read of HTTP/2 connection cn, names the
-// goroutine that reads it and that goroutine's creator.
+// goroutine that reads it and that goroutine's creator. When the reader
+// changes, the new marks are set before the old ones are taken back:
+// net/http's serve goroutine reads the client preface over h2c and then
+// creates the goroutine that reads on, so it is marked as reader first
+// and as creator after, and the kernel may decide a stream it decodes in
+// between (a gap left such a stream, and its handler's calls, without
+// the trace the kernel starts).
 func (c *Correlator) h2Reader(cn *conn, ev *event.Event) {
 	hc := cn.h2
 	k := h2ReaderKey{ev.PID, ev.Goroutine}
 	if ev.Goroutine == 0 || hc.reader == k {
 		return
 	}
+	stale := c.freshMarks(cn)
+	hc.fresh = false // its marks go below, those set again excepted
 	c.forgetH2Reader(cn)
+	defer c.unmarkStale(cn, stale)
 	hc.reader = k
 	if c.h2readers == nil {
 		c.h2readers = map[h2ReaderKey]*conn{}
@@ -61,12 +72,15 @@ func (c *Correlator) h2Reader(cn *conn, ev *event.Event) {
 	hc.fresh = c.opts.H2Fresh != nil && (!hc.linkable || c.h2links[hc.link] == nil)
 	if hc.fresh {
 		c.opts.H2Fresh(k.pid, k.goroutine, true)
-		if hc.linkable {
-			if c.h2fresh == nil {
-				c.h2fresh = map[h2linkKey]*conn{}
-			}
-			c.h2fresh[hc.link] = cn
+	}
+	switch {
+	case hc.fresh && hc.linkable:
+		if c.h2fresh == nil {
+			c.h2fresh = map[h2linkKey]*conn{}
 		}
+		c.h2fresh[hc.link] = cn
+	case c.h2fresh[hc.link] == cn:
+		delete(c.h2fresh, hc.link)
 	}
 	if ev.Creator == 0 {
 		return
@@ -86,6 +100,30 @@ func (c *Correlator) h2Reader(cn *conn, ev *event.Event) {
 		c.opts.H2Fresh(hc.creator.pid, hc.creator.goroutine, false)
 	case hc.fresh:
 		c.opts.H2Fresh(hc.creator.pid, hc.creator.goroutine, true)
+	}
+}
+
+// freshMarks are the goroutines cn has marked fresh: its reader and the
+// reader's creator.
+func (c *Correlator) freshMarks(cn *conn) []h2ReaderKey {
+	hc := cn.h2
+	if !hc.fresh {
+		return nil
+	}
+	marks := []h2ReaderKey{hc.reader}
+	if hc.creator != (h2ReaderKey{}) {
+		marks = append(marks, hc.creator)
+	}
+	return marks
+}
+
+// unmarkStale takes back the marks of stale that cn no longer sets.
+func (c *Correlator) unmarkStale(cn *conn, stale []h2ReaderKey) {
+	now := c.freshMarks(cn)
+	for _, g := range stale {
+		if !slices.Contains(now, g) {
+			c.opts.H2Fresh(g.pid, g.goroutine, false)
+		}
 	}
 }
 
@@ -111,9 +149,8 @@ func (c *Correlator) unmarkFresh(cn *conn) {
 	if !hc.fresh {
 		return
 	}
-	c.opts.H2Fresh(hc.reader.pid, hc.reader.goroutine, false)
-	if hc.creator != (h2ReaderKey{}) {
-		c.opts.H2Fresh(hc.creator.pid, hc.creator.goroutine, false)
+	for _, g := range c.freshMarks(cn) {
+		c.opts.H2Fresh(g.pid, g.goroutine, false)
 	}
 	if c.h2fresh[hc.link] == cn {
 		delete(c.h2fresh, hc.link)

@@ -3,6 +3,7 @@ package correlate
 import (
 	"maps"
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/weftdev/weft/pkg/event"
@@ -255,5 +256,38 @@ func TestH2ServedNamingConnection(t *testing.T) {
 	}
 	if got := st.H2ServedNew.Load(); got != 1 {
 		t.Errorf("streams started in the kernel %d, want 1", got)
+	}
+}
+
+// net/http's serve goroutine reads an h2c connection's preface, then
+// creates the goroutine that reads on: the reader changes from the
+// goroutine that decodes to one it created. The decoding goroutine stays
+// marked throughout (the kernel may decide a stream it decodes at any
+// moment); only the first reader's creator, no longer named, is unmarked,
+// and only after the new marks are set.
+func TestH2FreshReaderHandover(t *testing.T) {
+	type call struct {
+		g     uint64
+		fresh bool
+	}
+	var calls []call
+	r := newRec(t, Options{
+		NetNS:   func(uint32) (uint64, bool) { return 1, true },
+		H2Fresh: func(pid uint32, g uint64, fresh bool) { calls = append(calls, call{g, fresh}) },
+	})
+	cli := netip.MustParseAddrPort("127.0.0.1:41000")
+	srv := netip.MustParseAddrPort("127.0.0.1:9000")
+	read := func(reader, creator, ts uint64, payload string) {
+		r.c.Handle(&event.Event{Kind: event.KindData, ConnID: 1, PID: 2, TID: 2, Key: 2, Dir: event.Ingress, Time: ts,
+			Bytes: uint32(len(payload)), Payload: []byte(payload), Local: srv, Remote: cli, Capture: event.CaptureH2,
+			Goroutine: reader, Creator: creator})
+	}
+	req := newH2Copy(true)
+	read(50, 49, 1*ms, req.frame(4, 0, 0, 0, nil).take()) // the preface and SETTINGS, by the serve goroutine
+	read(51, 50, 2*ms, req.headers(1, true, ":method", "GET", ":scheme", "http", ":authority", "svc",
+		":path", "/one").take()) // its reader
+	want := []call{{50, true}, {49, true}, {51, true}, {50, true}, {49, false}}
+	if !slices.Equal(calls, want) {
+		t.Errorf("marks set and taken back %v, want %v", calls, want)
 	}
 }
