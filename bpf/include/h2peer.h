@@ -97,24 +97,28 @@ struct {
 	__type(value, __u64);
 } h2_preface_creators SEC(".maps");
 
-static __always_inline void peer_addr(__u8 *out, const __u8 *in, __u16 family)
+/* Returns the family of the address written. */
+static __always_inline __u16 peer_addr(__u8 *out, const __u8 *in, __u16 family)
 {
 	__builtin_memset(out, 0, 16);
 	if (family != AF_INET6) {
 		__builtin_memcpy(out, in, 4);
-		return;
+		return AF_INET;
 	}
 	const __u32 *w = (const __u32 *)in;
-	if (w[0] == 0 && w[1] == 0 && w[2] == bpf_htonl(0xffff))
+	if (w[0] == 0 && w[1] == 0 && w[2] == bpf_htonl(0xffff)) {
 		__builtin_memcpy(out, in + 12, 4);
-	else
-		__builtin_memcpy(out, in, 16);
+		return AF_INET;
+	}
+	__builtin_memcpy(out, in, 16);
+	return AF_INET6;
 }
 
 /* The 4-tuple of socket sk, from its side, read as fill_addrs reads a
  * socket's for the events (the tracepoint's own fields would have to be
- * copied at fixed offsets of its ctx, which clang does not keep). */
-static __always_inline void peer_key_of_sock(struct peer_key *k, struct sock *sk)
+ * copied at fixed offsets of its ctx, which clang does not keep); returns
+ * the family of the addresses in k. */
+static __always_inline __u16 peer_key_of_sock(struct peer_key *k, struct sock *sk)
 {
 	struct sock_common *c = &sk->__sk_common;
 	__u8 local[16] = {}, remote[16] = {};
@@ -126,11 +130,12 @@ static __always_inline void peer_key_of_sock(struct peer_key *k, struct sock *sk
 		BPF_CORE_READ_INTO((__u32 *)local, c, skc_rcv_saddr);
 		BPF_CORE_READ_INTO((__u32 *)remote, c, skc_daddr);
 	}
-	peer_addr(k->caddr, local, family);
+	__u16 out = peer_addr(k->caddr, local, family);
 	peer_addr(k->saddr, remote, family);
 	k->cport = BPF_CORE_READ(c, skc_num);
 	k->sport = bpf_ntohs(BPF_CORE_READ(c, skc_dport));
 	k->_pad = 0;
+	return out;
 }
 
 /* The entry proc_mode gives a process not classified yet at its first

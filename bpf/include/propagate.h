@@ -8,14 +8,18 @@
  * later chunk of a large write: the including file defines
  * claim_send_start(pid_tgid), true once per send call, from what its
  * send's entry hook noted; the socket path, which has no entry hook,
- * claims by thread instead (claim_by_thread). */
+ * claims by thread instead (claim_by_thread).
+ *
+ * A connection whose first bytes are not HTTP/1.x leaves the sockhash,
+ * except an h2c client's of a process whose HTTP/2 streams the kernel
+ * decides (h2seed.h): its writes come here before they leave. */
 #ifndef WEFT_PROPAGATE_H
 #define WEFT_PROPAGATE_H
 
 #include "common.h"
+#include "msgcopy.h"
 
 #define SK_PASS 1
-#define INJECT_PULL 2048      /* message bytes examined */
 #define REQUEST_LINE_MAX 1024 /* longest request line weft injects after */
 #define INJECT_SCAN 2048      /* header bytes searched for an existing traceparent */
 #define TP_HEADER_LEN 70 /* "traceparent: 00-<32>-<16>-<2>\r\n" */
@@ -216,21 +220,6 @@ static __always_inline void format_traceparent(__u8 *out, const struct client_sp
 	out[69] = '\n';
 }
 
-/* The first bytes of a message, copied out of the packet so that bpf_loop
- * callbacks can scan them (packet pointers cannot be passed to callbacks,
- * and open-coded scans over packet data make the verifier explore every
- * possible request-line length). */
-struct inject_buf {
-	__u8 data[2 * INJECT_PULL];
-	struct client_span cs; /* the spans this send's requests get */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct inject_buf);
-} inject_scratch SEC(".maps");
 
 /* A request whose request line was not whole in its send: the traceparent
  * goes after the line's CRLF in a later send on the same connection, with
@@ -573,6 +562,14 @@ static __always_inline int inject(struct sk_msg_md *msg, bool regs)
 	}
 
 	if (not_http(b->data, n) && first_data(sk)) {
+		if (n >= 8 && h2_preface_start(b->data) && h2_seeds(proc_of(pid_tgid >> 32))) {
+			/* h2c: the connection stays, for the kernel to decide
+			 * the spans of the streams its writes open (h2seed.h). */
+			struct conn_key ck = {};
+			conn_key_of(msg, &ck);
+			h2c_seed_streams(msg, &ck, n, true);
+			return SK_PASS;
+		}
 		release_conn(sk, VERDICT_OTHER);
 		return SK_PASS;
 	}
@@ -639,8 +636,12 @@ static __always_inline int inject(struct sk_msg_md *msg, bool regs)
 			break;
 		pos = s.pos + 4;
 	}
-	if (count == 0)
+	if (count == 0) {
+		struct proc_info *pi = proc_of(pid_tgid >> 32);
+		if (pi && pi->h2 && h2_seeds(pi) && (n < 8 || !is_request_start(b->data, n)))
+			h2c_seed_streams(msg, &ck, n, false); /* a later write of an h2c connection that stayed */
 		return SK_PASS;
+	}
 
 	new_client_ctx(pid_tgid, correlation_key((__u32)pid_tgid), &ck, gid, &cs->ctx, cs->parent_id);
 #pragma clang loop unroll(disable)

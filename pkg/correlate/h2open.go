@@ -6,11 +6,11 @@ import (
 	"github.com/weftdev/weft/pkg/event"
 )
 
-// A process outside Go that opens HTTP/2 streams over TLS to a server
-// traced on this host gets its streams' spans decided in the kernel, as
-// each write begins (under the request its thread claimed a stream for,
-// else as roots), so that the server's hooks can take them as parent
-// (bpf/include/h2seed.h). The kernel reports each (event.KindH2Open)
+// A process outside Go that opens HTTP/2 streams (over TLS, or h2c) to a
+// server traced on this host gets its streams' spans decided in the
+// kernel before each write leaves (under the request its thread claimed
+// a stream for, else as roots), so that the server's hooks can take them
+// as parent (bpf/include/h2seed.h). The kernel reports each (event.KindH2Open)
 // before the write's data; the stream's client span takes those ids when
 // the write opens it (openStreams).
 
