@@ -86,10 +86,10 @@ func startNginxTLS(t *testing.T, backend, listenOpts, location, server string) (
 // Over HTTP/1.1 every request is one trace of four spans, each the child
 // of the one before: weft links curl's client span to nginx's server span
 // across the TLS connection, which carries no traceparent (tlslink.h).
-// Over HTTP/2 (ALPN) each stream gets its spans, made in user space as on
-// h2c: nginx's server span is the child of curl's (the same stream of one
-// connection, h2link.go), and nginx's call to the backend starts the
-// backend's trace (split, never wrong). Over HTTP/1.1 nginx serves from
+// Over HTTP/2 (ALPN) the kernel decides each of curl's stream spans as
+// its write begins (h2seed.h), and nginx takes it as the parent of its
+// server span, under which its upstream call goes: one chain of four
+// too. Over HTTP/1.1 nginx serves from
 // workers a reload started after weft attached, which need TLS hooks of
 // their own.
 func TestTLSNginxChain(t *testing.T) {
