@@ -130,9 +130,27 @@ static __always_inline bool h2_client_span(__u32 tgid, __u64 object, __u32 strea
 	return true;
 }
 
+/* Takes the span the client left for stream k into in, and makes span
+ * the server span under it. */
+static __always_inline bool h2_take_client_span(const struct h2_stream_key *k, struct span_ctx *in,
+						struct span_ctx *span)
+{
+	struct span_ctx *s = bpf_map_lookup_elem(&h2_client_spans, k);
+	if (!s)
+		return false;
+	*in = *s;
+	bpf_map_delete_elem(&h2_client_spans, k);
+	__builtin_memcpy(span->trace_id, in->trace_id, sizeof(span->trace_id));
+	span->trace_flags = in->trace_flags;
+	random_ids(0, span->span_id);
+	return true;
+}
+
 /* The span the client left for stream `stream` of the connection
- * goroutine id (or its creator) of process tgid decodes, taken into in. */
-static __always_inline bool h2_client_span_of(__u32 tgid, const struct go_id *id, __u32 stream, struct span_ctx *in)
+ * goroutine id (or its creator) of process tgid decodes, taken into in;
+ * span, the server span under it. */
+static __always_inline bool h2_client_span_of(__u32 tgid, const struct go_id *id, __u32 stream, struct span_ctx *in,
+					      struct span_ctx *span)
 {
 	struct go_key g = {.tgid = tgid, .id = id->goid};
 	struct h2_conn_key *conn = bpf_map_lookup_elem(&go_h2_peers, &g);
@@ -143,12 +161,7 @@ static __always_inline bool h2_client_span_of(__u32 tgid, const struct go_id *id
 	if (!conn)
 		return false;
 	struct h2_stream_key k = {.conn = *conn, .stream = stream};
-	struct span_ctx *s = bpf_map_lookup_elem(&h2_client_spans, &k);
-	if (!s)
-		return false;
-	*in = *s;
-	bpf_map_delete_elem(&h2_client_spans, &k);
-	return true;
+	return h2_take_client_span(&k, in, span);
 }
 
 #endif

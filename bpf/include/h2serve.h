@@ -174,12 +174,9 @@ static __always_inline __u8 h2_served_span(__u64 frame, __u32 tgid, const struct
 		__builtin_memcpy(span->trace_id, in->trace_id, sizeof(span->trace_id));
 		span->trace_flags = continued_flags(in);
 		random_ids(0, span->span_id);
-	} else if (h2_client_span_of(tgid, id, *stream, in)) {
+	} else if (h2_client_span_of(tgid, id, *stream, in, span)) {
 		/* Its client, on this host, decided its span (h2link.h): a
 		 * fresh mark user space left meanwhile is stale. */
-		__builtin_memcpy(span->trace_id, in->trace_id, sizeof(span->trace_id));
-		span->trace_flags = in->trace_flags;
-		random_ids(0, span->span_id);
 		kind = WEFT_CTX_H2_STREAM;
 	} else if (go_h2_fresh_for(tgid, id)) {
 		__builtin_memset(in, 0, sizeof(*in));

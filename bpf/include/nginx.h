@@ -239,14 +239,8 @@ static __always_inline enum ngx_h2 ngx_h2_span(__u64 pid_tgid, __u64 r, __u64 c,
 			/* Its client, on this host, decided the stream's span
 			 * (h2seed.h, h2link.h), or the call cannot have a parent. */
 			k.conn.gen = tc->gen;
-			struct span_ctx *cs = bpf_map_lookup_elem(&h2_client_spans, &k);
-			if (!cs)
+			if (!h2_take_client_span(&k, &in, span))
 				return NGX_H2_UNDECIDED;
-			in = *cs;
-			bpf_map_delete_elem(&h2_client_spans, &k);
-			__builtin_memcpy(span->trace_id, in.trace_id, sizeof(span->trace_id));
-			span->trace_flags = in.trace_flags;
-			random_ids(0, span->span_id);
 			kind = WEFT_CTX_H2_STREAM;
 			break;
 		}
