@@ -39,6 +39,7 @@ var (
 	chainKA   = flag.Bool("chain-keepalive", false, "with -chain: the front keeps one backend connection per thread instead of one per call")
 	goChain   = flag.Bool("go-chain", false, "load a Go net/http chain: test/e2e/testdata/goasync's /req (waits 0-10 ms, calls the backend with net/http's client)")
 	nodeChain = flag.Bool("node-chain", false, "load a Node.js chain: test/e2e/testdata/nodeasync's /req (waits 0-10 ms, calls the backend with http.get through a keep-alive agent), weft's companion loaded by NODE_OPTIONS in every mode")
+	nodeCalls = flag.String("node-calls", "http", "with -node-chain: how the front calls the backend: http (http.get through a keep-alive agent) or h2 (one node:http2 session over h2c; the backend offers h2c)")
 	modes     = flag.String("modes", "off,on", "weft configurations, alternating: off, on, noprop (weft with --propagation=off), nohooks (weft with --runtime-hooks=off), notls (weft with --tls=off), floor (-send-cost only: no weft, the sender's connections in a pass-through sockhash), prof<Hz> (on, profiling at Hz), ratio<R> (on, sampling traces at ratio R), base (on, with the -weft-base binary: a baseline commit side by side), syscalls (on, on the syscall-tracepoint path), metrics (on, with RED and service-graph metrics, which every other mode leaves off)")
 )
 
@@ -126,7 +127,7 @@ func main() {
 	check(os.WriteFile("/proc/sys/kernel/bpf_stats_enabled", []byte("1"), 0o644))
 	defer os.WriteFile("/proc/sys/kernel/bpf_stats_enabled", []byte("0"), 0o644)
 
-	backend, addr := startServer(srvBin, "-mode=nethttp", "-addr=127.0.0.1:0")
+	backend, addr := startServer(srvBin, "-mode=nethttp", "-addr=127.0.0.1:0", "-h2="+strconv.FormatBool(*nodeCalls == "h2"))
 	defer backend.Process.Kill()
 	url := "http://" + addr + *urlPath
 	pids := []int{backend.Process.Pid}
@@ -156,7 +157,7 @@ func main() {
 		if out, err := exec.Command(*weftBin, "node", "script", "--out", companion).CombinedOutput(); err != nil {
 			log.Fatalf("weft node script: %v\n%s", err, out)
 		}
-		front := exec.Command("node", "test/e2e/testdata/nodeasync/app.js", addr, "http")
+		front := exec.Command("node", "test/e2e/testdata/nodeasync/app.js", addr, *nodeCalls)
 		front.Env = append(os.Environ(), "NODE_OPTIONS=--require "+companion)
 		orphanless(front)
 		stdout, _ := front.StdoutPipe()
