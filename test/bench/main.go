@@ -159,6 +159,11 @@ func main() {
 		}
 		front := exec.Command("node", "test/e2e/testdata/nodeasync/app.js", addr, *nodeCalls)
 		front.Env = append(os.Environ(), "NODE_OPTIONS=--require "+companion)
+		if *nodeCalls == "h2" {
+			// A session per run: weft follows the connections opened
+			// after it started, and each run starts its own.
+			front.Env = append(front.Env, "H2_IDLE_CLOSE_MS=500")
+		}
 		orphanless(front)
 		stdout, _ := front.StdoutPipe()
 		check(front.Start())
@@ -311,6 +316,10 @@ func measure(url string, pids []int, mode string, otlp string) run {
 		r.lost, r.spans = m["weft_events_lost"], m["weft_spans_server"]
 		r.profSamples = m["weft_profile_samples_read"]
 		r.unheld = m["weft_spans_profile_unheld"]
+		if *nodeCalls == "h2" {
+			log.Printf("%s: HTTP/2 streams decided in the kernel %d, linked at the server %d", mode, m["weft_h2_opened"],
+				m["weft_h2_served_linked"])
+		}
 		w.Process.Signal(os.Interrupt)
 		w.Wait()
 	}

@@ -54,6 +54,14 @@ function h2Session() {
   const url = `${flavour === 'h2-tls' ? 'https' : 'http'}://${backend}`;
   session = http2.connect(url, { rejectUnauthorized: false });
   session.on('error', () => { session = null; });
+  // H2_IDLE_CLOSE_MS: the session closes once idle that long, and the
+  // next call opens another (the benchmark's runs each start a weft, which
+  // follows only connections opened after it started).
+  const idle = Number(process.env.H2_IDLE_CLOSE_MS || 0);
+  if (idle > 0) {
+    const s = session;
+    s.setTimeout(idle, () => s.close());
+  }
   return session;
 }
 
