@@ -251,17 +251,17 @@ static __always_inline __u16 peer_key_of_conn(struct peer_key *k, const struct c
 }
 
 /* sk_msg: a plaintext (h2c) write of a process h2_seeds allows on the
- * connection ck, whose first n bytes were copied to inject_scratch; preface: it is the
- * connection's first, which opens with the client preface. The socket
- * hooks report a write after its bytes left, when the server may have
- * read them: sk_msg runs before, so the streams the write opens get
- * their spans here. A write's streams past the copy get none (split at
- * the server, as before). A global function: checked once, apart from
- * the long sk_msg program. */
+ * connection ck, whose first n bytes were copied to inject_scratch;
+ * preface: it is the connection's first, which opens with the client
+ * preface. The socket hooks report a write after its bytes left, when
+ * the server may have read them: sk_msg runs before, so the streams the
+ * write opens get their spans here. A write's streams past the copy get
+ * none (split at the server, as before). A global function: checked
+ * once, apart from the long sk_msg program. */
 __noinline int h2c_seed_streams(struct sk_msg_md *msg, const struct conn_key *ck, __u32 n, bool preface)
 {
 	struct bpf_sock *bsk = msg->sk;
-	if (!bsk)
+	if (!bsk || !ck)
 		return 0;
 	struct tcp_sock *tp = bpf_skc_to_tcp_sock(bsk);
 	if (!tp)
@@ -274,8 +274,6 @@ __noinline int h2c_seed_streams(struct sk_msg_md *msg, const struct conn_key *ck
 			return 0;
 	}
 	struct h2_seed_ctx s = {.sock = sock, .tgid = bpf_get_current_pid_tgid() >> 32, .bytes = n};
-	if (!ck)
-		return 0;
 	s.family = peer_key_of_conn(&s.key.conn.pk, ck);
 	h2_seed_scan(&s, st, false);
 	return 0;
